@@ -1,0 +1,135 @@
+"""Validation on held-out runs: apmt's per-series fits next to the baselines.
+
+The split holds out given points (``p=max`` by default: the largest P), fits every series on
+the rest with every method, and records each held-out point's absolute percentage error. For a
+communication table the series are the operations' time per call (their time per rank when
+the volume per call is not known).
+
+Output table ``evaluation``: kernel, metric, p, <params>, method, measured, predicted,
+lower, upper (apmt's 90% interval; NaN for the others), ape (percent).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from apmt.baselines import BASELINES
+from apmt.comm import comm_keys, comm_points
+from apmt.errors import ApmtError
+from apmt.series import fit_points, point_values, points
+
+METHODS = ("apmt", "analytic", "amdahl", "extrap")
+KEYS = ["kernel", "metric"]
+
+
+def parse_holdout(spec: str, table: pd.DataFrame) -> dict[str, list[float]]:
+    """``p=max``, ``p=512``, ``p=256,512;n=9000``: which values of which columns to hold out."""
+    holdout: dict[str, list[float]] = {}
+    for part in filter(None, re.split(r"[;\s]+", spec)):
+        column, _, text = part.partition("=")
+        if column not in table.columns or not text:
+            raise ApmtError(f"holdout {part!r}: expected COLUMN=VALUE[,VALUE] or COLUMN=max "
+                            f"with a column of the table ({', '.join(map(str, table.columns))})")
+        if text == "max":
+            holdout[column] = [float(table[column].max())]
+            continue
+        try:
+            holdout[column] = [float(value) for value in text.split(",")]
+        except ValueError:
+            raise ApmtError(f"holdout {part!r}: {text!r} is not a list of numbers") from None
+    if not holdout:
+        raise ApmtError(f"holdout {spec!r}: nothing to hold out")
+    return holdout
+
+
+def split(table: pd.DataFrame, holdout: dict[str, list[float]]) -> tuple[pd.DataFrame, ...]:
+    held = np.zeros(len(table), dtype=bool)
+    for column, values in holdout.items():
+        held |= table[column].isin(values).to_numpy()
+    if held.all() or not held.any():
+        raise ApmtError(f"holdout {holdout}: leaves {'no' if held.all() else 'all'} points "
+                        "to fit on")
+    return table[~held], table[held]
+
+
+def series_points(table: pd.DataFrame, kind: str, params: list[str]) -> pd.DataFrame:
+    """Points with columns kernel, metric, p, params, value, reps for either kind of table."""
+    if kind == "measurements":
+        return points(table, params)
+    comm = comm_points(table, params)
+    keys = list(comm_keys(table))
+    comm["kernel"] = comm[keys].astype(str).agg("/".join, axis=1)
+    per_call = comm["calls"].gt(0).all()
+    comm["metric"] = "time_per_call" if per_call else "time"
+    comm["value"] = comm["time"] / comm["calls"] if per_call else comm["time"]
+    return comm[[*KEYS, "p", *params, "value", "reps"]]
+
+
+def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
+             baselines: list[str], source: str,
+             per_rank_params: frozenset[str] = frozenset()) -> pd.DataFrame:
+    """Errors of apmt and each baseline at the held-out points of every series."""
+    unknown = [b for b in baselines if b not in METHODS[1:]]
+    if unknown:
+        raise ApmtError(f"unknown baseline {unknown[0]!r} (known: {', '.join(METHODS[1:])})")
+    all_points = series_points(table, kind, params)
+    train, test = split(all_points, parse_holdout(holdout, all_points))
+    frames = [_fit_and_predict(train, test, params, source, per_rank_params, baselines)]
+    if "extrap" in baselines:
+        frames.append(_extrap(train, test, params))
+    result = pd.concat(frames, ignore_index=True)
+    result["ape"] = 100.0 * np.abs(result["predicted"] - result["measured"]) / result["measured"]
+    return result
+
+
+def _fit_and_predict(train: pd.DataFrame, test: pd.DataFrame, params: list[str], source: str,
+                     per_rank_params: frozenset[str], baselines: list[str]) -> pd.DataFrame:
+    rows = []
+    test_groups = dict(list(test.groupby(KEYS, sort=False)))
+    for key, train_rows in train.groupby(KEYS, sort=True):
+        if key not in test_groups:
+            continue
+        targets = test_groups[key]
+        values = point_values(targets, params)
+        fit = fit_points(key, train_rows, params, source, per_rank_params)
+        predicted, lower, upper = fit.predict(values)
+        rows.append(_frame(targets, params, "apmt", predicted, lower, upper))
+        train_values = point_values(train_rows, params)
+        for name in (b for b in baselines if b in BASELINES):
+            predicted = BASELINES[name](train_values, train_rows["value"].to_numpy(float),
+                                        values, params, per_rank_params)
+            rows.append(_frame(targets, params, name, predicted))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _frame(targets: pd.DataFrame, params: list[str], method: str, predicted: np.ndarray,
+           lower: np.ndarray | None = None, upper: np.ndarray | None = None) -> pd.DataFrame:
+    frame = targets[[*KEYS, "p", *params]].reset_index(drop=True).copy()
+    nan = np.full(len(frame), np.nan)
+    return frame.assign(method=method, measured=targets["value"].to_numpy(float),
+                        predicted=predicted, lower=nan if lower is None else lower,
+                        upper=nan if upper is None else upper)
+
+
+def _extrap(train: pd.DataFrame, test: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+    from apmt.extrap_peer import extrap_predict
+    targets = test[["p", *params]].drop_duplicates()
+    predicted = extrap_predict(train[[*KEYS, "p", *params, "value"]], targets, params)
+    merged = test.merge(predicted[[*KEYS, "p", *params, "predicted"]], on=[*KEYS, "p", *params],
+                        how="inner")
+    return _frame(merged, params, "extrap", merged["predicted"].to_numpy(float))
+
+
+def summary(evaluation: pd.DataFrame) -> pd.DataFrame:
+    """Per method: points, median and 90th percentile APE, and apmt's interval coverage."""
+    grouped = evaluation.dropna(subset=["ape"]).groupby("method", sort=False)
+    table = grouped["ape"].agg(points="count", median_ape="median",
+                               p90_ape=lambda a: float(np.percentile(a, 90)))
+    inside = (evaluation["measured"] >= evaluation["lower"]) & (
+        evaluation["measured"] <= evaluation["upper"])
+    coverage = inside[evaluation["lower"].notna()].groupby(evaluation["method"]).mean()
+    table["coverage_90"] = coverage
+    return table.reset_index()

@@ -1,0 +1,437 @@
+"""Per-series fits: one metric of one kernel as a function of P (and further parameters).
+
+The family is that of APMT and RAT (papers 000 and 003): constant, linear, polynomial, power
+``a*x^b + c``, logarithm, RAT's ``a*(log P)^b * P^c + d``, exponential, and a power law fitted
+in log space (``y = a * P^b``, multiplicative errors, the usual shape of timing noise). With a
+size parameter the series is also tried as a function of the compute per rank ``size/P``
+(APMT's choice, which makes problem-size prediction possible), and as a multi-parameter form
+``c + a*f(P)*g(size)``, ``c + a*f(P) + b*g(size)`` or ``y = a * P^b * size^c``.
+
+Every hypothesis is linear in its coefficients once its exponents are fixed, so all of them are
+fitted at once with batched least squares on relative errors, and their leave-one-out errors
+come in closed form from the hat matrix. With 3 to 6 points the highest R^2 overfits, so the
+selection uses the leave-one-out error, weighted towards the largest P (the prediction is an
+extrapolation), and prefers fewer coefficients when the error is about the same. Every
+prediction gets a 90% interval from the leave-one-out error, the leverage of the target point,
+and the spread of the competing hypotheses.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats
+
+LOG2 = np.log(2.0)
+# Extra-P's exponents, mirrored for strong scaling and capped at 2: steeper growth in P is not
+# seen in real codes, and from 4-5 points it is what turns a noisy last point into a blow-up.
+POWER_EXPONENTS = (-2, -3 / 2, -4 / 3, -1, -3 / 4, -2 / 3, -1 / 2, -1 / 3, -1 / 4, 0, 1 / 4,
+                   1 / 3, 1 / 2, 2 / 3, 3 / 4, 1, 5 / 4, 4 / 3, 3 / 2, 5 / 3, 7 / 4, 2)
+LOG_EXPONENTS = (0, 1, 2)
+EXP_RATES = (-4.0, -2.0, -1.0, 1.0, 2.0)
+CAPPED_LOG_ERROR = 3.0
+INTERVAL_LEVEL = 0.90
+ONE_SE = 1.0
+MAX_LOG_EXPONENT = 3.0
+EXTRAPOLATION_FACTORS = (1.0, 2.0, 4.0, 16.0, 100.0)
+PER_RANK_SUFFIX = "/p"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One basis function of one variable.
+
+    kind ``power``: x^exponent * log2(x)^log_exponent; ``exp``: exp(rate * x / scale);
+    ``ln``: ln(x) and ``lnlog``: ln(log2 x), used by the power laws fitted in log space.
+    The variable is ``p``, a parameter, or a per-rank amount such as ``size/p``.
+    """
+
+    variable: str
+    kind: str = "power"
+    exponent: float = 0.0
+    log_exponent: int = 0
+    scale: float = 1.0
+
+    def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        x = variable_values(self.variable, values)
+        if self.kind == "ln":
+            return np.log(x)
+        if self.kind == "lnlog":
+            return np.log(np.maximum(np.log2(x), 1e-12))
+        if self.kind == "exp":
+            return np.exp(self.exponent * x / self.scale)
+        result = x ** self.exponent
+        if self.log_exponent:
+            result = result * np.log2(x) ** self.log_exponent
+        return result
+
+    def text(self) -> str:
+        name = self.variable if self.variable.isidentifier() else f"({self.variable})"
+        if self.kind == "ln":
+            return f"ln({self.variable})"
+        if self.kind == "lnlog":
+            return f"ln(log2({self.variable}))"
+        if self.kind == "exp":
+            return f"exp({self.exponent:g}*{name}/{self.scale:g})"
+        parts = []
+        if self.exponent:
+            parts.append(name if self.exponent == 1 else f"{name}^{_fraction(self.exponent)}")
+        if self.log_exponent:
+            log = f"log2({self.variable})"
+            parts.append(log if self.log_exponent == 1 else f"{log}^{self.log_exponent}")
+        return " * ".join(parts) or "1"
+
+    @property
+    def complexity(self) -> int:
+        """How unusual the shape is; ties in cross-validated error go to the plainer shape."""
+        if self.kind == "ln":
+            return 0
+        if self.kind in ("exp", "lnlog"):
+            return 3
+        plain = 0 if self.exponent in (0, 1, -1) else 1 if self.exponent in (0.5, -0.5, 2) else 2
+        return plain + self.log_exponent
+
+    def to_dict(self) -> dict:
+        return {"variable": self.variable, "kind": self.kind, "exponent": self.exponent,
+                "log_exponent": self.log_exponent, "scale": self.scale}
+
+
+def variable_values(variable: str, values: dict[str, np.ndarray]) -> np.ndarray:
+    """Values of ``p``, a parameter, or ``size/p`` (the compute per rank)."""
+    if variable.endswith(PER_RANK_SUFFIX):
+        return np.asarray(values[variable[: -len(PER_RANK_SUFFIX)]], float) / values["p"]
+    return np.asarray(values[variable], float)
+
+
+def _fraction(value: float) -> str:
+    for denominator in (1, 2, 3, 4):
+        numerator = value * denominator
+        if abs(numerator - round(numerator)) < 1e-9:
+            return f"{round(numerator)}" if denominator == 1 else f"({round(numerator)}/{denominator})"
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A model shape: ``linear`` is y = c0 + sum c_k * basis_k, each basis a product of terms;
+    ``loglinear`` is ln y = c0 + sum c_k * term_k (a power law with multiplicative errors)."""
+
+    form: str
+    bases: tuple[tuple[Term, ...], ...]
+
+    @property
+    def n_coefficients(self) -> int:
+        return 1 + len(self.bases)
+
+    @property
+    def complexity(self) -> int:
+        return sum(t.complexity for basis in self.bases for t in basis) + len(self.bases) - 1
+
+    def design(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        n = len(next(iter(values.values())))
+        columns = [np.ones(n)]
+        for basis in self.bases:
+            column = np.ones(n)
+            for term in basis:
+                column = column * term.evaluate(values)
+            columns.append(column)
+        return np.column_stack(columns)
+
+    def text(self, coefficients: np.ndarray) -> str:
+        if self.form == "loglinear":
+            factors = [f"{np.exp(coefficients[0]):.4g}"]
+            for coefficient, (term,) in zip(coefficients[1:], self.bases, strict=True):
+                inner = term.variable if term.kind == "ln" else f"log2({term.variable})"
+                factors.append(f"{inner}^{coefficient:.3g}")
+            return " * ".join(factors)
+        pieces = [f"{coefficients[0]:.4g}"]
+        for coefficient, basis in zip(coefficients[1:], self.bases, strict=True):
+            pieces.append(f"{coefficient:.4g} * " + " * ".join(t.text() for t in basis))
+        return " + ".join(pieces).replace("+ -", "- ")
+
+    def to_dict(self) -> dict:
+        return {"form": self.form, "bases": [[t.to_dict() for t in b] for b in self.bases]}
+
+    @staticmethod
+    def from_dict(data: dict) -> Hypothesis:
+        bases = tuple(tuple(Term(**t) for t in basis) for basis in data["bases"])
+        return Hypothesis(data["form"], bases)
+
+
+@dataclass
+class SeriesFit:
+    """The chosen function of one series, its quality, and what its intervals need."""
+
+    hypothesis: Hypothesis
+    coefficients: np.ndarray
+    inverse_gram: np.ndarray
+    sigma: float
+    dof: int
+    r2: float
+    adj_r2: float
+    loo_error: float
+    n_points: int
+    domain: dict[str, tuple[float, float]]
+    alternatives: list[tuple[Hypothesis, np.ndarray]] = field(default_factory=list)
+
+    @property
+    def function(self) -> str:
+        return self.hypothesis.text(self.coefficients)
+
+    def predict(self, values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Point prediction and the lower and upper ends of its 90% interval."""
+        predicted = _evaluate(self.hypothesis, self.coefficients, values)
+        design = self.hypothesis.design(values)
+        if self.hypothesis.form == "linear":
+            design = design / np.where(predicted > 0, predicted, np.nan)[:, None]
+        leverage = np.einsum("ik,kl,il->i", design, self.inverse_gram, design)
+        quantile = stats.t.ppf(0.5 + INTERVAL_LEVEL / 2, max(self.dof, 1))
+        half_width = quantile * self.sigma * np.sqrt(1.0 + np.nan_to_num(leverage, nan=1e6))
+        for hypothesis, coefficients in self.alternatives:
+            other = _evaluate(hypothesis, coefficients, values)
+            spread = np.abs(np.log(np.maximum(other, 1e-300) / np.maximum(predicted, 1e-300)))
+            half_width = np.maximum(half_width, np.minimum(spread, CAPPED_LOG_ERROR * 3))
+        positive = np.maximum(predicted, np.finfo(float).tiny)
+        return predicted, positive * np.exp(-half_width), positive * np.exp(half_width)
+
+    def to_dict(self) -> dict:
+        return {
+            "function": self.function, "hypothesis": self.hypothesis.to_dict(),
+            "coefficients": self.coefficients.tolist(),
+            "inverse_gram": self.inverse_gram.tolist(), "sigma": self.sigma, "dof": self.dof,
+            "r2": self.r2, "adj_r2": self.adj_r2, "loo_error": self.loo_error,
+            "n_points": self.n_points, "domain": {k: list(v) for k, v in self.domain.items()},
+            "alternatives": [{"hypothesis": h.to_dict(), "coefficients": c.tolist()}
+                             for h, c in self.alternatives],
+        }
+
+    @staticmethod
+    def from_dict(data: dict) -> SeriesFit:
+        return SeriesFit(
+            hypothesis=Hypothesis.from_dict(data["hypothesis"]),
+            coefficients=np.array(data["coefficients"], float),
+            inverse_gram=np.array(data["inverse_gram"], float), sigma=data["sigma"],
+            dof=data["dof"], r2=data["r2"], adj_r2=data["adj_r2"], loo_error=data["loo_error"],
+            n_points=data["n_points"], domain={k: tuple(v) for k, v in data["domain"].items()},
+            alternatives=[(Hypothesis.from_dict(a["hypothesis"]), np.array(a["coefficients"]))
+                          for a in data["alternatives"]],
+        )
+
+
+def _evaluate(hypothesis: Hypothesis, coefficients: np.ndarray,
+              values: dict[str, np.ndarray]) -> np.ndarray:
+    result = hypothesis.design(values) @ coefficients
+    return np.exp(np.minimum(result, 700.0)) if hypothesis.form == "loglinear" else result
+
+
+# ---------------------------------------------------------------------------------- candidates
+
+def _power_terms(variable: str) -> list[Term]:
+    terms = [Term(variable, "power", e, j) for e in POWER_EXPONENTS for j in LOG_EXPONENTS
+             if (e, j) != (0, 0)]
+    return terms
+
+
+def _exp_terms(variable: str, scale: float) -> list[Term]:
+    return [Term(variable, "exp", rate, 0, scale) for rate in EXP_RATES]
+
+
+@lru_cache(maxsize=64)
+def candidate_hypotheses(variables: tuple[str, ...], scales: tuple[float, ...],
+                         n_points: int) -> tuple[Hypothesis, ...]:
+    """All hypotheses that can be fitted and cross-validated with ``n_points`` points.
+
+    ``variables`` are the independent variables (``p`` first); ``scales`` their largest
+    training values, which fix the exponential's rate. A hypothesis needs at least one point
+    more than it has coefficients, or its leave-one-out error is undefined.
+    """
+    found: list[Hypothesis] = [Hypothesis("linear", ())]
+    singles: dict[str, list[Term]] = {}
+    for variable, scale in zip(variables, scales, strict=True):
+        singles[variable] = _power_terms(variable) + _exp_terms(variable, scale)
+        found += [Hypothesis("linear", ((term,),)) for term in singles[variable]]
+        found.append(Hypothesis("loglinear", ((Term(variable, "ln"),),)))
+        found.append(Hypothesis("loglinear", ((Term(variable, "ln"),),
+                                              (Term(variable, "lnlog"),))))
+    for variable in variables[1:]:
+        if not variable.endswith(PER_RANK_SUFFIX):
+            found += _pair_hypotheses((variables[0], variable), singles)
+    return tuple(h for h in found if h.n_coefficients < n_points)
+
+
+def _pair_hypotheses(pair: tuple[str, ...], singles: dict[str, list[Term]]) -> list[Hypothesis]:
+    first, second = ([t for t in singles[v] if t.kind == "power"] for v in pair)
+    found = [Hypothesis("loglinear", ((Term(pair[0], "ln"),), (Term(pair[1], "ln"),)))]
+    for a, b in itertools.product(first, second):
+        found.append(Hypothesis("linear", ((a, b),)))
+        found.append(Hypothesis("linear", ((a,), (b,))))
+    return found
+
+
+# ------------------------------------------------------------------------------------- fitting
+
+@dataclass
+class _Batch:
+    """Batched least-squares results of hypotheses sharing one form and coefficient count."""
+
+    hypotheses: list[Hypothesis]
+    coefficients: np.ndarray      # (H, k)
+    inverse_gram: np.ndarray      # (H, k, k)
+    loo_log_errors: np.ndarray    # (H, n): ln(leave-one-out prediction / observation)
+    fitted: np.ndarray            # (H, n)
+
+
+def _leave_group_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
+                               residual: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
+    """Residuals of each group's points predicted by a fit without that group, in closed form.
+
+    For least squares, deleting rows G changes their residuals to (I - H_GG)^-1 r_G, with H the
+    hat matrix; a singular I - H_GG means the group cannot be predicted without itself.
+    """
+    out = np.empty_like(residual)
+    for rows in groups:
+        block = weighted[:, rows, :]                                       # (H, g, k)
+        hat = np.einsum("hik,hkl,hjl->hij", block, inverse_gram, block)   # (H, g, g)
+        system = np.eye(len(rows))[None] - hat
+        singular = np.abs(np.linalg.det(system)) < 1e-9
+        system[singular] = np.eye(len(rows))
+        solved = np.linalg.solve(system, residual[:, rows, None])[..., 0]
+        solved[singular] = np.inf
+        out[:, rows] = solved
+    return out
+
+
+def _fit_batch(hypotheses: list[Hypothesis], values: dict[str, np.ndarray],
+               y: np.ndarray, groups: list[np.ndarray]) -> _Batch:
+    design = np.stack([h.design(values) for h in hypotheses])          # (H, n, k)
+    loglinear = hypotheses[0].form == "loglinear"
+    if loglinear:
+        weighted, target = design, np.broadcast_to(np.log(y), design.shape[:2])
+    else:
+        weighted, target = design / y[None, :, None], np.ones(design.shape[:2])
+    with np.errstate(all="ignore"):
+        gram = np.einsum("hnk,hnl->hkl", weighted, weighted)
+        inverse_gram = np.linalg.pinv(gram)
+        coefficients = np.einsum("hkl,hnl,hn->hk", inverse_gram, weighted, target)
+        residual = target - np.einsum("hnk,hk->hn", weighted, coefficients)
+        loo_residual = _leave_group_out_residuals(weighted, inverse_gram, residual, groups)
+        if loglinear:
+            loo_log = -loo_residual
+            fitted = np.exp(np.log(y)[None, :] - residual)
+        else:
+            ratio = 1.0 - loo_residual                  # leave-one-out prediction / observation
+            loo_log = np.where(ratio > 0, np.log(np.abs(ratio)), np.inf)
+            fitted = y[None, :] * (1.0 - residual)
+    finite = np.isfinite(coefficients).all(axis=1)
+    loo_log[~finite] = np.inf
+    return _Batch(hypotheses, coefficients, inverse_gram, loo_log, fitted)
+
+
+def fold_weights(p: np.ndarray) -> np.ndarray:
+    """Weights of the leave-one-out folds: the largest P counts most, since users extrapolate."""
+    ranks = stats.rankdata(p, method="dense")
+    return 1.0 + (ranks == ranks.max())
+
+
+def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
+               variables: tuple[str, ...] | None = None, primary: str = "p",
+               preferred: Callable[[Hypothesis], bool] | None = None) -> SeriesFit:
+    """Fit one series given per-point means ``y`` (positive) at ``values`` (``p`` and params).
+
+    ``variables`` are the independent variables to try (the primary one first, then
+    parameters and per-rank amounts such as ``size/p``); by default the keys of ``values``.
+    ``primary`` is the variable users extrapolate in (P, or a size when P is fixed): the
+    cross-validation leaves out one of its values at a time. ``preferred`` marks shapes that
+    theory expects (Hockney's for communication): they win ties as the plainest would. Points
+    must be distinct; repetitions are averaged by the caller.
+    """
+    variables = variables or tuple(values)
+    scales = tuple(float(np.max(variable_values(v, values))) for v in variables)
+    hypotheses = candidate_hypotheses(variables, scales, len(y))
+    batches = _fit_all(hypotheses, values, y, primary)
+    weights = fold_weights(values[primary])
+    ranked = _rank(batches, values, weights, primary, preferred or (lambda _: False))
+    (b, i), *others = ranked
+    alternatives = [(batches[ob].hypotheses[oi], batches[ob].coefficients[oi])
+                    for ob, oi in others[:3]]
+    return _summarise(batches[b], i, y, values, weights, alternatives)
+
+
+def _rank(batches: list[_Batch], values: dict[str, np.ndarray], weights: np.ndarray,
+          primary: str, preferred: Callable[[Hypothesis], bool]) -> list[tuple[int, int]]:
+    """The plausible hypotheses, best first: the one-standard-error rule of cross-validation.
+
+    Among hypotheses whose leave-one-P-out error is within one standard error of the lowest,
+    the one with the fewest coefficients and the plainest shape wins; a model that turns
+    negative or explodes where users will extrapolate is never plausible.
+    """
+    candidates = []
+    groups = [values[primary] == v for v in np.unique(values[primary])]
+    group_weights = np.array([weights[g][0] for g in groups])
+    for b, batch in enumerate(batches):
+        errors = np.minimum(np.abs(batch.loo_log_errors), CAPPED_LOG_ERROR)
+        folds = np.stack([errors[:, g].mean(axis=1) for g in groups], axis=1)
+        score = folds @ group_weights / group_weights.sum()
+        spread = np.sqrt(((folds - score[:, None]) ** 2) @ group_weights
+                         / group_weights.sum() / len(groups))
+        sane = _sane(batch, values, primary)
+        candidates += [(score[i], spread[i], b, i) for i in np.flatnonzero(sane)]
+    if not candidates:
+        raise ValueError("no plausible hypothesis")
+    best = min(candidates, key=lambda c: c[0])
+    threshold = best[0] + ONE_SE * best[1] + 1e-9
+    within = [c for c in candidates if c[0] <= threshold]
+
+    def plainness(candidate: tuple) -> tuple:
+        hypothesis = batches[candidate[2]].hypotheses[candidate[3]]
+        return (not preferred(hypothesis), hypothesis.n_coefficients, hypothesis.complexity,
+                candidate[0])
+
+    within.sort(key=plainness)
+    rest = sorted((c for c in candidates if c[0] > threshold), key=lambda c: c[0])
+    return [(c[2], c[3]) for c in within + rest[:3]]
+
+
+def _sane(batch: _Batch, values: dict[str, np.ndarray], primary: str) -> np.ndarray:
+    """Hypotheses that stay positive, and have sane exponents, up to 100x the training range."""
+    extended = {k: np.concatenate([v * factor for factor in EXTRAPOLATION_FACTORS])
+                if k == primary else np.tile(v, len(EXTRAPOLATION_FACTORS)) for k, v in values.items()}
+    design = np.stack([h.design(extended) for h in batch.hypotheses])
+    with np.errstate(all="ignore"):
+        linear = np.einsum("hnk,hk->hn", design, batch.coefficients)
+    ok = np.isfinite(batch.loo_log_errors).any(axis=1) & np.isfinite(linear).all(axis=1)
+    if batch.hypotheses[0].form == "loglinear":
+        return ok & (np.abs(batch.coefficients[:, 1:]) <= MAX_LOG_EXPONENT).all(axis=1)
+    return ok & (linear > 0).all(axis=1)
+
+
+def _fit_all(hypotheses: tuple[Hypothesis, ...], values: dict[str, np.ndarray],
+             y: np.ndarray, primary: str) -> list[_Batch]:
+    groups: dict[tuple[str, int], list[Hypothesis]] = {}
+    for hypothesis in hypotheses:
+        groups.setdefault((hypothesis.form, hypothesis.n_coefficients), []).append(hypothesis)
+    folds = [np.flatnonzero(values[primary] == v) for v in np.unique(values[primary])]
+    return [_fit_batch(group, values, y, folds) for group in groups.values()]
+
+
+def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.ndarray],
+               weights: np.ndarray, alternatives: list) -> SeriesFit:
+    hypothesis = batch.hypotheses[index]
+    k, n = hypothesis.n_coefficients, len(y)
+    loo = np.minimum(np.abs(batch.loo_log_errors[index]), CAPPED_LOG_ERROR)
+    fitted = batch.fitted[index]
+    total = np.sum((y - y.mean()) ** 2)
+    r2 = 1.0 - np.sum((y - fitted) ** 2) / total if total > 0 else 1.0
+    adj_r2 = 1.0 - (1.0 - r2) * (n - 1) / (n - k) if n > k else float("nan")
+    sigma = float(np.sqrt(np.sum(weights * loo**2) / weights.sum()))
+    domain = {v: (float(np.min(values[v])), float(np.max(values[v]))) for v in values}
+    return SeriesFit(
+        hypothesis=hypothesis, coefficients=batch.coefficients[index],
+        inverse_gram=batch.inverse_gram[index], sigma=sigma, dof=n - k, r2=float(r2),
+        adj_r2=float(adj_r2), loo_error=float(np.mean(np.expm1(loo))), n_points=n,
+        domain=domain, alternatives=alternatives,
+    )

@@ -1,0 +1,63 @@
+"""Importers: each reads one format users already have into a tidy apmt table."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from apmt.errors import ApmtError
+from apmt.tables import MEASUREMENT_KEYS, check_table
+
+log = logging.getLogger(__name__)
+
+
+def _caliper(paths: list[Path]) -> pd.DataFrame:
+    from apmt.ingest.caliper import read_caliper
+    return read_caliper(paths)
+
+
+def _cube(paths: list[Path]) -> pd.DataFrame:
+    from apmt.ingest.cube import read_cube
+    return read_cube(paths)
+
+
+def _collectives(paths: list[Path]) -> pd.DataFrame:
+    from apmt.ingest.collectives import read_collectives
+    return read_collectives(paths)
+
+
+def _extrap_text(paths: list[Path]) -> pd.DataFrame:
+    from apmt.ingest.extrap_text import read_extrap_text
+    return read_extrap_text(paths)
+
+
+# format name -> (reader, kind of table it produces)
+FORMATS: dict[str, tuple[Callable[[list[Path]], pd.DataFrame], str]] = {
+    "extrap-text": (_extrap_text, "measurements"),
+    "cube": (_cube, "measurements"),
+    "caliper": (_caliper, "measurements"),
+    "collectives": (_collectives, "communication"),
+}
+
+
+def import_profiles(fmt: str, paths: list[Path]) -> tuple[pd.DataFrame, str]:
+    """Read files of one format and return the validated table and its kind."""
+    if fmt not in FORMATS:
+        raise ApmtError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    reader, kind = FORMATS[fmt]
+    table = reader([Path(path) for path in paths])
+    if kind == "measurements":
+        table = drop_empty_series(table)
+    return check_table(table, ", ".join(str(p) for p in paths), kind), kind
+
+
+def drop_empty_series(table: pd.DataFrame) -> pd.DataFrame:
+    """Drop series that are zero in every observation: the region never ran, nothing to model."""
+    values = pd.to_numeric(table["value"], errors="coerce").fillna(1.0)
+    nonzero = values.ne(0).groupby([table[k] for k in MEASUREMENT_KEYS]).transform("any")
+    for kernel, metric in table.loc[~nonzero, list(MEASUREMENT_KEYS)].drop_duplicates().values:
+        log.warning("dropped %r/%r: zero in every run (never executed)", kernel, metric)
+    return table[nonzero].reset_index(drop=True)

@@ -1,0 +1,144 @@
+"""Caliper ``.cali`` files of the spot channel (with MPI profiling) into the measurements table.
+
+A spot file holds one record per call-tree node with the node's time aggregated over the ranks:
+min, max and average per rank ("Min/Max/Avg time/rank") and the sum over ranks ("Total time").
+The LULESH files on hand carry only INCLUSIVE times (``<op>#inclusive#sum#time.duration``, unit
+``sec``). The table wants the EXCLUSIVE time per rank, so this module takes the sum over ranks,
+preferring an exclusive one (``sum#sum#time.duration``) and otherwise deriving it from the
+inclusive one (``sum#inclusive#sum#time.duration``) by subtracting the children's sums, and
+divides by P: the mean over all ranks, a rank that never entered the node counting 0, which is
+what a value without a rank column means. Why not the "Avg time/rank" attribute: it averages over
+the ranks that entered the node only (its count, ``avg.count``, is a hidden attribute that
+caliper-reader drops), so the averages of a node and of its children cover different ranks
+(26 of 27 for some MPI calls in the 27-rank file) and cannot be subtracted. Min and max are left
+out: the table has no column for them and they are not metrics of their own.
+
+Kernel = the node's path (nested ``function``/``loop``/``mpi.function`` regions) joined with '/'.
+The record without a path (time outside any annotated region) is no node and is left out, as are
+nodes whose derived exclusive time is not positive (rounding of the file's 6 decimals; the table
+forbids zero time).
+
+P is the ``mpi.world.size`` global (else adiak's ``jobsize``); only when neither is there does it
+come from the file name (``p<P>`` or ``<P>_cores``/``_ranks``/``_procs``). A ``problem_size`` or
+``size`` global becomes the ``size`` parameter column when every file has a numeric one.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+from caliperreader import CaliperReader
+from caliperreader.readererror import ReaderError
+
+from apmt.errors import ApmtError
+
+EXCLUSIVE_SUM = "sum#sum#time.duration"
+INCLUSIVE_SUM = "sum#inclusive#sum#time.duration"
+SECONDS_PER_UNIT = {"sec": 1.0, "s": 1.0, "ms": 1e-3, "msec": 1e-3, "usec": 1e-6, "us": 1e-6,
+                    "nsec": 1e-9, "ns": 1e-9}
+P_GLOBALS = ("mpi.world.size", "jobsize")
+SIZE_GLOBALS = ("problem_size", "size")
+P_IN_NAME = re.compile(r"(?:^|[._-])p(\d+)(?:$|[._-])|(\d+)_(?:cores|ranks|procs)")
+UNREADABLE = (ReaderError, UnicodeDecodeError, OSError, KeyError, IndexError, ValueError,
+              StopIteration)
+
+
+def read_caliper(paths: list[Path]) -> pd.DataFrame:
+    """Read spot-channel .cali files into one measurements table (kernel, metric, p, value)."""
+    runs = [_read_file(Path(path)) for path in paths]
+    if all(size is not None for _, size in runs):
+        for table, size in runs:
+            table.insert(3, "size", size)
+    return pd.concat([table for table, _ in runs], ignore_index=True)
+
+
+def _read_file(path: Path) -> tuple[pd.DataFrame, float | None]:
+    """One file's rows, and its problem size when the globals give a number."""
+    reader = _load(path)
+    attribute = _time_attribute(reader, path)
+    totals = _totals(reader.records, attribute)
+    if attribute == INCLUSIVE_SUM:
+        totals = _exclusive(totals)
+    p = _processes(reader.globals, path)
+    scale = _seconds_per_unit(reader, attribute, path) / p
+    rows = [("/".join(node), "time", p, total * scale)
+            for node, total in totals.items() if total > 0]
+    table = pd.DataFrame(rows, columns=["kernel", "metric", "p", "value"])
+    return table, _number(reader.globals, SIZE_GLOBALS)
+
+
+def _load(path: Path) -> CaliperReader:
+    if not path.is_file():
+        raise ApmtError(f"{path}: no such file")
+    reader = CaliperReader()
+    try:
+        reader.read(str(path))
+    except UNREADABLE as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ApmtError(f"{path}: not a readable Caliper .cali file ({reason})") from None
+    return reader
+
+
+def _time_attribute(reader: CaliperReader, path: Path) -> str:
+    """The sum-over-ranks time attribute: exclusive if the file has one, else inclusive."""
+    for attribute in (EXCLUSIVE_SUM, INCLUSIVE_SUM):
+        if attribute in reader.attributes():
+            return attribute
+    raise ApmtError(f"{path}: no {EXCLUSIVE_SUM!r} or {INCLUSIVE_SUM!r} attribute (is it a "
+                    "spot-channel file with MPI profiling?)")
+
+
+def _seconds_per_unit(reader: CaliperReader, attribute: str, path: Path) -> float:
+    unit = reader.attribute(attribute).get("attribute.unit")
+    if unit not in SECONDS_PER_UNIT:
+        raise ApmtError(f"{path}: attribute {attribute!r} has unit {unit!r}; expected one of "
+                        f"{', '.join(SECONDS_PER_UNIT)}")
+    return SECONDS_PER_UNIT[unit]
+
+
+def _totals(records: list[dict], attribute: str) -> dict[tuple[str, ...], float]:
+    """Sum of the attribute per call-tree path, over the region-profile records."""
+    totals: dict[tuple[str, ...], float] = {}
+    for record in records:
+        if "path" in record and attribute in record and _is_profile(record):
+            node = tuple(record["path"])
+            totals[node] = totals.get(node, 0.0) + float(record[attribute])
+    return totals
+
+
+def _is_profile(record: dict) -> bool:
+    """Spot files may hold other channels (e.g. time series) next to the region profile."""
+    return record.get("spot.channel", "regionprofile") == "regionprofile"
+
+
+def _exclusive(inclusive: dict[tuple[str, ...], float]) -> dict[tuple[str, ...], float]:
+    """Exclusive totals: each node's inclusive total less its children's."""
+    exclusive = dict(inclusive)
+    for node, total in inclusive.items():
+        if node[:-1] in exclusive:
+            exclusive[node[:-1]] -= total
+    return exclusive
+
+
+def _processes(globals_: dict, path: Path) -> int:
+    """P from the globals, or from the file name when the globals lack it."""
+    number = _number(globals_, P_GLOBALS)
+    if number is None:
+        match = P_IN_NAME.search(path.stem)
+        number = float(match.group(1) or match.group(2)) if match else None
+    if number is None or number < 1 or number % 1:
+        raise ApmtError(f"{path}: no valid process count (mpi.world.size or jobsize global, "
+                        "or p in the file name)")
+    return int(number)
+
+
+def _number(globals_: dict, keys: tuple[str, ...]) -> float | None:
+    """The first of the keys the globals hold as a number."""
+    for key in keys:
+        try:
+            return float(globals_[key])
+        except (KeyError, TypeError, ValueError):
+            continue
+    return None

@@ -1,0 +1,93 @@
+"""Kernel classification (paper 000, 3.2): key, non-scalable, communication, aggregated.
+
+Functions are the candidates. With one measure of cost per run (``cycles`` when measured,
+else ``time``), a function is
+- ``communication`` when it is an MPI call (the communication model covers it);
+- ``key`` when its share of the application's cost exceeds the threshold in any run;
+- ``non-scalable`` when its cost per rank does not fall as P grows in strong scaling, or
+  grows with P in weak scaling (a power-law slope in P above ``NONSCALABLE_SLOPE``): minor
+  now, it may become a hotspot at scale;
+- ``aggregated`` otherwise: summed into one kernel, ``<others>``.
+
+Output table ``kernels``: kernel, class, reason, max_share, slope.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from apmt.tables import TIME_METRIC
+
+OTHERS = "<others>"
+KEY_THRESHOLD = 0.05
+# cost ~ P^slope; -0.1 is 7% less per doubling of P, +0.1 is 7% more
+NONSCALABLE_SLOPE = {"strong": -0.1, "weak": 0.1}
+MPI_NAME = re.compile(r"^(P?MPI_|p?mpi_)\w+", re.IGNORECASE)
+
+
+def is_mpi(kernel: str) -> bool:
+    """An MPI call, by the leaf name of its call path (C, Fortran and PMPI spellings)."""
+    return bool(MPI_NAME.match(kernel.rsplit("/", 1)[-1].strip()))
+
+
+def cost_metric(points: pd.DataFrame) -> str:
+    """Cycles when every kernel has them, else time."""
+    return "cycles" if "cycles" in set(points["metric"]) else TIME_METRIC
+
+
+def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = None,
+             threshold: float = KEY_THRESHOLD, scaling: str = "strong") -> pd.DataFrame:
+    """Classify every kernel of a points table (see apmt.series.points)."""
+    metric = cost_metric(points)
+    cost = points[points["metric"] == metric]
+    run = ["p", *params]
+    totals = _totals(cost, run, app_kernel)
+    shares = cost.join(totals, on=run)
+    shares["share"] = shares["value"] / shares["total"]
+    rows = []
+    for kernel, kernel_rows in shares.groupby("kernel", sort=True):
+        max_share = float(kernel_rows["share"].max())
+        slope = _slope(kernel_rows, params)
+        label, reason = _decide(kernel, max_share, slope, threshold, metric, app_kernel,
+                                NONSCALABLE_SLOPE[scaling])
+        rows.append({"kernel": kernel, "class": label, "reason": reason,
+                     "max_share": max_share, "slope": slope})
+    return pd.DataFrame(rows, columns=["kernel", "class", "reason", "max_share", "slope"])
+
+
+def _totals(cost: pd.DataFrame, run: list[str], app_kernel: str | None) -> pd.Series:
+    """The application's cost per run: the named application kernel, or the sum of all."""
+    if app_kernel is not None:
+        return cost[cost["kernel"] == app_kernel].set_index(run)["value"].rename("total")
+    return cost.groupby(run)["value"].sum().rename("total")
+
+
+def _slope(rows: pd.DataFrame, params: list[str]) -> float:
+    """Exponent b of cost ~ P^b, with a separate level for each parameter combination."""
+    if rows["p"].nunique() < 2:
+        return float("nan")
+    log_cost = np.log(np.maximum(rows["value"].to_numpy(float), 1e-300))
+    levels = (pd.factorize(rows[params].apply(tuple, axis=1))[0] if params
+              else np.zeros(len(rows), dtype=int))
+    design = np.column_stack([np.log(rows["p"].to_numpy(float)),
+                              np.eye(levels.max() + 1)[levels]])
+    coefficients = np.linalg.lstsq(design, log_cost, rcond=None)[0]
+    return float(coefficients[0])
+
+
+def _decide(kernel: str, max_share: float, slope: float, threshold: float, metric: str,
+            app_kernel: str | None, limit: float) -> tuple[str, str]:
+    if kernel == app_kernel:
+        return "application", "the whole application, as given"
+    if is_mpi(kernel):
+        return "communication", "an MPI call: modelled as communication"
+    if max_share > threshold:
+        return "key", f"{max_share:.1%} of {metric} in some run (threshold {threshold:.0%})"
+    if slope > limit:
+        return "non-scalable", (f"{metric} per rank ~ P^{slope:.2f}, above P^{limit:g}: "
+                                "does not scale")
+    return "aggregated", (f"at most {max_share:.1%} of {metric} and scales (P^{slope:.2f}): "
+                          f"summed into {OTHERS}")

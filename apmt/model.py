@@ -1,0 +1,305 @@
+"""The application model of paper 000, Eq. 2, assembled from per-series fits.
+
+    T_app = sum_i (T_comp_i + BF_mem_i * T_mem_i) + BF_comm * T_comm + T_others
+
+Counter mode (a kernel with ``instructions`` and ``cycles``, and a machine file):
+    T_comp_i = instructions_i(P) * CPI_i / f, with CPI_i the mean over runs of the computing
+        cycles per instruction, (cycles - stall_cycles) / instructions, and its deviation
+        (Eq. 4) reported;
+    T_mem_i  = (l1_hits*L1 + l2_hits*L2 + llc_hits*LLC + memory_accesses*MEM) / f, with
+        memory_accesses = llc_misses;
+    BF_mem_i = T_stall_i / T_mem_i, so BF_mem_i * T_mem_i = stall_cycles_i(P) / f.
+Time mode (most real data, which has only ``time``): a kernel's time is its own fit, and the
+model says so. Values are per rank, so Eq. 2's division by P is already done.
+
+T_comm is the sum of the operations' Hockney models when a communication table is given, else
+the sum of the fits of the MPI calls found among the kernels. BF_comm is
+(T_mapp - T_mcomp) / T_mcomm from runs that measured the application time (kernel ``<app>``),
+else 1 (the bulk-synchronous case). T_others is the fit of the aggregated kernel.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from apmt import __version__
+from apmt.comm import (
+    comm_keys,
+    comm_points,
+    fit_operation,
+    operation_from_dict,
+    operation_to_dict,
+    predict_operation,
+)
+from apmt.errors import ApmtError
+from apmt.fit import SeriesFit
+from apmt.kernels import OTHERS, classify
+from apmt.machine import hertz
+from apmt.series import fit_points, point_values, points
+from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
+
+MODEL_FORMAT = "apmt-model/1"
+MODELLED = ("key", "non-scalable", "application")
+PARTS = ("comp_time", "mem_time", "comm_time", "others_time")
+
+
+def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
+                comm: pd.DataFrame | None = None, machine: dict | None = None,
+                app_kernel: str | None = None, per_rank_params: frozenset[str] = frozenset(),
+                threshold: float = 0.05, scaling: str = "strong") -> dict:
+    """Classify kernels, fit every series that the model needs, and assemble Eq. 2."""
+    table = points(measurements, params)
+    app_kernel = app_kernel or (APP_KERNEL if APP_KERNEL in set(table["kernel"]) else None)
+    if app_kernel is not None and app_kernel not in set(table["kernel"]):
+        raise ApmtError(f"{source}: application kernel {app_kernel!r} not found")
+    kernels = classify(table, params, app_kernel, threshold, scaling)
+    classes = dict(zip(kernels["kernel"], kernels["class"], strict=True))
+    if comm is None:
+        modelled = {k for k, c in classes.items() if c in (*MODELLED, "communication")}
+    else:
+        modelled = {k for k, c in classes.items() if c in MODELLED}
+    aggregated = [k for k, c in classes.items() if c == "aggregated"]
+    series_table = pd.concat([table[table["kernel"].isin(modelled)],
+                              _aggregate(table, aggregated, params)], ignore_index=True)
+    series = _fit_all_series(series_table, params, source, per_rank_params)
+    model = {
+        "format": MODEL_FORMAT, "params": params, "per_rank_params": sorted(per_rank_params),
+        "app_kernel": app_kernel, "scaling": scaling, "threshold": threshold,
+        "kernels": kernels.to_dict("records"), "series": series,
+        "cpi": _cpi(table, modelled), "machine": machine,
+        "communication": _fit_comm(comm, params, source) if comm is not None else [],
+    }
+    model["bf_comm"], model["bf_comm_note"] = _bf_comm(table, comm, classes, params)
+    model["mode"] = _mode(model)
+    model["notes"] = _notes(model)
+    return model
+
+
+def _aggregate(table: pd.DataFrame, kernels: list[str], params: list[str]) -> pd.DataFrame:
+    """The aggregated kernel: the sum of the small, scaling functions, per metric and point."""
+    rows = table[table["kernel"].isin(kernels)]
+    if rows.empty:
+        return rows
+    summed = rows.groupby(["metric", "p", *params], as_index=False).agg(
+        value=("value", "sum"), reps=("reps", "min"))
+    return summed.assign(kernel=OTHERS)
+
+
+def _fit_all_series(table: pd.DataFrame, params: list[str], source: str,
+                    per_rank_params: frozenset[str]) -> list[dict]:
+    fitted = []
+    for (kernel, metric), rows in table.groupby(["kernel", "metric"], sort=True):
+        fit = fit_points((kernel, metric), rows, params, source, per_rank_params)
+        fitted.append({"kernel": kernel, "metric": metric, "fit": fit})
+    return fitted
+
+
+def _cpi(table: pd.DataFrame, kernels: set[str]) -> dict:
+    """CPI per kernel with counters: the mean over runs and its deviation (Eq. 4)."""
+    wide = table.pivot_table(index=["kernel", "p"], columns="metric", values="value",
+                             aggfunc="mean")
+    if not {"cycles", "instructions"} <= set(wide.columns):
+        return {}
+    stalls = wide["stall_cycles"] if "stall_cycles" in wide.columns else 0.0
+    per_run = ((wide["cycles"] - stalls) / wide["instructions"]).dropna()
+    result = {}
+    for kernel, values in per_run.groupby(level="kernel"):
+        if kernel in kernels or kernel == OTHERS:
+            cpi = values.to_numpy(float)
+            deviation = float(np.sum((cpi - cpi.mean()) ** 2) / (len(cpi) - 1)) if len(cpi) > 1 \
+                else float("nan")
+            result[kernel] = {"cpi": float(cpi.mean()), "deviation": deviation,
+                              "per_p": {str(p): float(v) for (_, p), v in values.items()}}
+    return result
+
+
+def _fit_comm(comm: pd.DataFrame, params: list[str], source: str) -> list[dict]:
+    table = comm_points(comm, params)
+    keys = list(comm_keys(comm))
+    return [fit_operation(tuple(np.atleast_1d(key)), rows, params, source)
+            for key, rows in table.groupby(keys if len(keys) > 1 else keys[0], sort=True)]
+
+
+def _bf_comm(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
+             params: list[str]) -> tuple[float, str]:
+    """BF_comm = (T_mapp - T_mcomp) / T_mcomm over runs that measured the application time."""
+    if comm is None or APP_KERNEL not in classes:
+        return 1.0, "1: no measured application time beside a communication table"
+    time = table[table["metric"] == TIME_METRIC]
+    run = ["p", *params]
+    app = time[time["kernel"] == APP_KERNEL].groupby(run)["value"].mean()
+    computing = [k for k, c in classes.items() if c not in ("application", "communication")]
+    comp = time[time["kernel"].isin(computing)].groupby(run)["value"].sum()
+    comm_time = comm_points(comm, params).groupby(run)["time"].sum()
+    ratio = ((app - comp) / comm_time).dropna()
+    if ratio.empty:
+        return 1.0, "1: the runs of the measurements and the communication table do not match"
+    return float(ratio.mean()), f"mean over {len(ratio)} runs of (T_mapp - T_mcomp) / T_mcomm"
+
+
+def _mode(model: dict) -> str:
+    return "counters" if model["cpi"] and model["machine"] is not None else "time"
+
+
+def _notes(model: dict) -> list[str]:
+    notes = []
+    if model["mode"] == "time":
+        why = "no machine file" if model["cpi"] else "only time was measured"
+        notes.append(f"time-only model ({why}): each kernel's time is its own fit, "
+                     "without the CPI and memory terms of Eq. 2")
+    if model["app_kernel"] not in (None, APP_KERNEL):
+        notes.append(f"application time is the fit of {model['app_kernel']!r}; the parts "
+                     "are the other kernels as given and need not add up to it")
+    return notes
+
+
+# ----------------------------------------------------------------------------------- predict
+
+def _fit_of(model: dict, kernel: str, metric: str) -> SeriesFit | None:
+    for entry in model["series"]:
+        if entry["kernel"] == kernel and entry["metric"] == metric:
+            return entry["fit"]
+    return None
+
+
+def predict(model: dict, targets: pd.DataFrame, volume_ratio: float = 1.0) -> pd.DataFrame:
+    """Predictions of every fitted series and of the application at the target points."""
+    params = model["params"]
+    values = point_values(targets, params)
+    frames = []
+    for entry in model["series"]:
+        predicted, lower, upper = entry["fit"].predict(values)
+        frames.append(_rows(targets, params, entry["kernel"], entry["metric"],
+                            predicted, lower, upper))
+    for part, (predicted, lower, upper) in assemble(model, values, volume_ratio).items():
+        frames.append(_rows(targets, params, APP_KERNEL, part, predicted, lower, upper))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _rows(targets: pd.DataFrame, params: list[str], kernel: str, metric: str,
+          predicted: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> pd.DataFrame:
+    frame = targets[["p", *params]].reset_index(drop=True).copy()
+    frame.insert(0, "metric", metric)
+    frame.insert(0, "kernel", kernel)
+    return frame.assign(predicted=predicted, lower=lower, upper=upper)
+
+
+def assemble(model: dict, values: dict[str, np.ndarray],
+             volume_ratio: float = 1.0) -> dict[str, tuple[np.ndarray, ...]]:
+    """T_app and its parts at the points; each as (predicted, lower, upper).
+
+    The parts' intervals add up end to end (as if their errors moved together), the cautious
+    choice when the runs' noise is shared.
+    """
+    n = len(values["p"])
+    parts = {part: [np.zeros(n)] * 3 for part in PARTS}
+    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    for entry in model["series"]:
+        kernel = entry["kernel"]
+        kind = classes.get(kernel, "aggregated")
+        if kind == "application" or entry["metric"] != _kernel_metric(model, kernel):
+            continue
+        if kind == "communication":
+            _add(parts, "comm_time", entry["fit"].predict(values))
+        elif kernel == OTHERS:
+            _add(parts, "others_time", entry["fit"].predict(values))
+        else:
+            for part, bounds in _kernel_time(model, kernel, values).items():
+                _add(parts, part, bounds)
+    for operation in model["communication"]:
+        bounds = predict_operation(operation, values, volume_ratio)
+        _add(parts, "comm_time", tuple(b * model["bf_comm"] for b in bounds))
+    total = tuple(sum(parts[part][i] for part in PARTS) for i in range(3))
+    if model["app_kernel"] not in (None, APP_KERNEL):
+        total = _fit_of(model, model["app_kernel"], TIME_METRIC).predict(values)
+    return {TIME_METRIC: total, **{part: tuple(parts[part]) for part in PARTS}}
+
+
+def _add(parts: dict, part: str, bounds: tuple[np.ndarray, ...]) -> None:
+    parts[part] = [parts[part][i] + bounds[i] for i in range(3)]
+
+
+def _kernel_metric(model: dict, kernel: str) -> str:
+    """The metric that carries a kernel's time: instructions in counter mode, else time."""
+    if model["mode"] == "counters" and kernel in model["cpi"]:
+        return "instructions"
+    return TIME_METRIC
+
+
+def _kernel_time(model: dict, kernel: str, values: dict) -> dict[str, tuple[np.ndarray, ...]]:
+    """Computation and non-overlapped memory time of one kernel at the points."""
+    if _kernel_metric(model, kernel) == TIME_METRIC:
+        return {"comp_time": _fit_of(model, kernel, TIME_METRIC).predict(values)}
+    frequency = hertz(model["machine"])
+    instructions = _fit_of(model, kernel, "instructions").predict(values)
+    cpi = model["cpi"][kernel]["cpi"]
+    result = {"comp_time": tuple(b * cpi / frequency for b in instructions)}
+    stalls = _fit_of(model, kernel, "stall_cycles")
+    if stalls is not None:
+        result["mem_time"] = tuple(b / frequency for b in stalls.predict(values))
+    return result
+
+
+def memory_time(model: dict, kernel: str, values: dict) -> np.ndarray | None:
+    """T_mem of Eq. 3 from the fitted hit counts and the machine's latencies, in seconds."""
+    latencies = model["machine"]["latency_cycles"]
+    levels = {"l1_hits": "l1", "l2_hits": "l2", "llc_hits": "llc", "llc_misses": "memory"}
+    total = None
+    for metric, level in levels.items():
+        fit = _fit_of(model, kernel, metric)
+        if fit is None:
+            return None
+        cycles = fit.predict(values)[0] * latencies[level]
+        total = cycles if total is None else total + cycles
+    return total / hertz(model["machine"])
+
+
+# ------------------------------------------------------------------------------ save and load
+
+def provenance(inputs: list[Path], extra: dict) -> dict:
+    """Where a result came from: inputs with their hashes, versions, host and time."""
+    return {
+        "apmt_version": __version__, "python": sys.version.split()[0],
+        "numpy": np.__version__, "pandas": pd.__version__, "host": platform.node(),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "inputs": [{"path": str(path), "sha256": _sha256(path)} for path in inputs], **extra,
+    }
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def save_model(model: dict, path: str | Path) -> None:
+    data = {**model,
+            "series": [{**e, "function": e["fit"].function, "fit": e["fit"].to_dict()}
+                       for e in model["series"]],
+            "communication": [operation_to_dict(op) for op in model["communication"]]}
+    write_text_atomic(json.dumps(data, indent=1, default=_json_default) + "\n", path)
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot store {type(value).__name__} in a model file")
+
+
+def load_model(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise ApmtError(f"{path}: not a readable model file ({error})") from None
+    if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
+        raise ApmtError(f"{path}: not an apmt model (field 'format' is not {MODEL_FORMAT!r})")
+    data["series"] = [{**e, "fit": SeriesFit.from_dict(e["fit"])} for e in data["series"]]
+    data["communication"] = [operation_from_dict(op) for op in data["communication"]]
+    return data

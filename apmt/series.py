@@ -1,0 +1,93 @@
+"""From a measurements table to series: one mean value per kernel, metric and point.
+
+A point is one combination of ``p`` and the parameters. Ranks are averaged within a run
+(a rank that has no row for a kernel never entered it and counts as zero); repetitions are
+averaged across runs and counted, since duplicate points are repetitions, not errors.
+
+Parameters are total amounts (a problem size) unless named as per-rank amounts. A total that
+is the same in every run enters the fit only as the compute per rank ``size/p``: in P that is
+the same fit, and it lets the model predict other sizes at the same work per rank (APMT,
+paper 000, 4.2). When P is the same in every run, the first varying parameter takes its place.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from apmt.errors import ApmtError
+from apmt.fit import PER_RANK_SUFFIX, SeriesFit, fit_series
+
+MIN_DISTINCT_P = 3
+
+
+def run_columns(params: list[str]) -> list[str]:
+    """Columns that identify a run: P, parameters and repetition."""
+    return ["p", *params, "rep"]
+
+
+def per_run(table: pd.DataFrame, params: list[str], keys: tuple[str, ...] = ("kernel", "metric"),
+            value: str = "value") -> pd.DataFrame:
+    """One value per series and run: the mean over all ranks of the run."""
+    table = table if "rep" in table.columns else table.assign(rep=1)
+    runs = run_columns(params)
+    if "rank" not in table.columns:
+        return table.groupby([*keys, *runs], as_index=False, sort=False)[value].mean()
+    ranks = table.groupby(runs, sort=False)["rank"].nunique().rename("ranks")
+    summed = table.groupby([*keys, *runs], as_index=False, sort=False)[value].sum()
+    summed = summed.join(ranks, on=runs)
+    summed[value] = summed[value] / summed.pop("ranks")
+    return summed
+
+
+def points(table: pd.DataFrame, params: list[str], keys: tuple[str, ...] = ("kernel", "metric"),
+           value: str = "value") -> pd.DataFrame:
+    """One row per series and point: ``value`` (mean over runs) and ``reps``."""
+    runs = per_run(table, params, keys, value)
+    grouped = runs.groupby([*keys, "p", *params], as_index=False, sort=False)[value]
+    return grouped.agg(**{value: "mean", "reps": "count"})
+
+
+def fit_plan(rows: pd.DataFrame, params: list[str],
+             per_rank_params: frozenset[str] = frozenset()) -> tuple[str, tuple[str, ...]]:
+    """The primary variable (the one to extrapolate in) and the variables to try."""
+    varying = [param for param in params if rows[param].nunique() > 1]
+    totals = [param for param in params if param not in per_rank_params]
+    if rows["p"].nunique() == 1 and varying:
+        return varying[0], tuple(varying)
+    per_rank = [f"{param}{PER_RANK_SUFFIX}" for param in totals]
+    if not varying and per_rank:
+        return "p", (per_rank[0],)
+    varying_per_rank = [f"{param}{PER_RANK_SUFFIX}" for param in varying if param in totals]
+    return "p", ("p", *varying, *varying_per_rank)
+
+
+def check_series(key: tuple, rows: pd.DataFrame, source: str, primary: str = "p",
+                 value: str = "value") -> None:
+    """A series needs 3 distinct values of its primary variable and positive means."""
+    distinct = rows[primary].nunique()
+    name = "/".join(str(k) for k in key)
+    if distinct < MIN_DISTINCT_P:
+        found = ", ".join(f"{v:g}" for v in sorted(rows[primary].unique()))
+        raise ApmtError(f"{source}: series {name!r} has {distinct} distinct {primary} "
+                        f"({found}); at least {MIN_DISTINCT_P} are needed to fit it")
+    nonpositive = rows[value] <= 0
+    if nonpositive.any():
+        first = rows[nonpositive].iloc[0]
+        raise ApmtError(f"{source}: series {name!r} at p={first['p']}: mean {value} "
+                        f"{first[value]!r} is not positive; it cannot be fitted")
+
+
+def fit_points(key: tuple, rows: pd.DataFrame, params: list[str], source: str,
+               per_rank_params: frozenset[str] = frozenset(), value: str = "value"
+               ) -> SeriesFit:
+    """Check and fit one series' points over P and its parameters."""
+    primary, variables = fit_plan(rows, params, per_rank_params)
+    check_series(key, rows, source, primary, value)
+    values = {column: rows[column].to_numpy(float) for column in ["p", *params]}
+    return fit_series(values, rows[value].to_numpy(float), variables, primary)
+
+
+def point_values(frame: pd.DataFrame, params: list[str]) -> dict[str, np.ndarray]:
+    """The columns of requested points as arrays, as SeriesFit.predict wants them."""
+    return {column: frame[column].to_numpy(float) for column in ["p", *params]}

@@ -1,0 +1,217 @@
+"""The tidy tables that pass between apmt's stages: their columns, checks, and file I/O.
+
+measurements: one row per observation.
+    kernel   str    function or call path (call paths joined with '/')
+    metric   str    metric name: ``time`` in seconds, or a counter (see ``COUNTER_METRICS``)
+    p        int    number of MPI processes
+    <param>  float  further parameters of the run, e.g. ``size`` (any other numeric column)
+    rep      int    optional: repetition number
+    rank     int    optional: MPI rank; without it a value is already per rank (mean over ranks)
+    value    float  the observation; per rank, not summed over ranks
+
+communication: one row per MPI operation and run (and rank, and peer when known).
+    op       str    MPI operation, e.g. ``MPI_Allreduce``
+    calls    float  number of calls
+    bytes    float  bytes moved by these calls (sent for point-to-point, message size times
+                    calls for collectives); NaN when not known
+    time     float  seconds spent in these calls
+    p        int    number of MPI processes
+    <param>  float  further parameters of the run
+    library  str    optional: MPI library, when a file mixes several
+    rep, rank, peer int  optional
+
+predictions: one row per fitted series and requested point.
+    kernel, metric, <params>, predicted, lower, upper  (lower/upper: 90% prediction interval);
+    kernel ``<app>`` holds the assembled application time.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from apmt.errors import ApmtError
+
+TIME_METRIC = "time"
+COUNTER_METRICS = (
+    "cycles", "instructions", "stall_cycles", "l1_hits", "l2_hits", "llc_hits",
+    "mem_loads", "mem_stores", "llc_misses", "l1i_accesses", "l1i_misses", "l2i_accesses",
+    "l2i_misses", "dtlb_misses", "itlb_misses", "branches", "branch_misses", "fp_ops", "visits",
+)
+APP_KERNEL = "<app>"
+
+MEASUREMENT_KEYS = ("kernel", "metric")
+MEASUREMENT_REQUIRED = ("kernel", "metric", "p", "value")
+COMM_KEYS = ("op", "library")
+COMM_REQUIRED = ("op", "calls", "bytes", "time", "p")
+OPTIONAL_INTEGER = ("rep", "rank", "peer")
+TIME_UNITS_IN_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+def parameter_columns(table: pd.DataFrame, kind: str = "measurements") -> list[str]:
+    """Columns that hold run parameters besides ``p``: whatever is not a documented column."""
+    known = set(_known_columns(kind)) | {"unit"}
+    return [c for c in table.columns if c not in known]
+
+
+def _known_columns(kind: str) -> tuple[str, ...]:
+    if kind == "measurements":
+        return (*MEASUREMENT_REQUIRED, "rep", "rank")
+    return (*COMM_REQUIRED, "library", "rep", "rank", "peer")
+
+
+def check_table(table: pd.DataFrame, source: str, kind: str = "measurements",
+                params: Iterable[str] | None = None) -> pd.DataFrame:
+    """Validate a table against its contract and return it with canonical dtypes.
+
+    ``params`` lists the allowed parameter columns; when None, every further numeric column is
+    taken as a parameter. Raises ApmtError naming the file, row and value of the first problem.
+    """
+    required = MEASUREMENT_REQUIRED if kind == "measurements" else COMM_REQUIRED
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        raise ApmtError(f"{source}: missing column {missing[0]!r} (a {kind} table needs "
+                        f"{', '.join(required)})")
+    table = _normalise_units(table, source, kind)
+    extra = parameter_columns(table, kind)
+    allowed = set(extra) if params is None else set(params)
+    for column in extra:
+        if column not in allowed:
+            raise ApmtError(f"{source}: unknown column {column!r} (known: "
+                            f"{', '.join(_known_columns(kind))}; parameters given: "
+                            f"{', '.join(sorted(allowed)) or 'none'})")
+    for column in params or ():
+        if column not in table.columns:
+            raise ApmtError(f"{source}: parameter column {column!r} not found")
+    text_columns = MEASUREMENT_KEYS if kind == "measurements" else ("op", "library")
+    numeric = [c for c in table.columns if c not in text_columns]
+    out = table.copy()
+    for column in numeric:
+        out[column] = _numeric_column(table[column], column, source)
+    for column in [c for c in text_columns if c in table.columns]:
+        out[column] = table[column].astype(str)
+    _check_values(out, source, kind)
+    return out
+
+
+def _normalise_units(table: pd.DataFrame, source: str, kind: str) -> pd.DataFrame:
+    """Accept a ``unit`` column only if each metric has one unit; convert time to seconds."""
+    if "unit" not in table.columns:
+        return table
+    if kind != "measurements":
+        raise ApmtError(f"{source}: unknown column 'unit' (communication time is in seconds)")
+    table = table.copy()
+    for metric, rows in table.groupby("metric", sort=False):
+        units = rows["unit"].astype(str).unique()
+        if len(units) > 1:
+            raise ApmtError(f"{source}: metric {metric!r} has mixed units "
+                            f"{', '.join(sorted(units))} (row {rows.index[0] + 2})")
+        if metric == TIME_METRIC:
+            if units[0] not in TIME_UNITS_IN_SECONDS:
+                raise ApmtError(f"{source}: metric 'time' has unit {units[0]!r}; "
+                                f"expected one of {', '.join(TIME_UNITS_IN_SECONDS)}")
+            table.loc[rows.index, "value"] = (pd.to_numeric(rows["value"], errors="coerce")
+                                              * TIME_UNITS_IN_SECONDS[units[0]])
+    return table.drop(columns="unit")
+
+
+def _numeric_column(column: pd.Series, name: str, source: str) -> pd.Series:
+    values = pd.to_numeric(column, errors="coerce")
+    bad = values.isna() & column.notna()
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ApmtError(f"{source}: row {row + 2}, column {name!r}: {column.iloc[row]!r} "
+                        "is not a number")
+    if name in ("p", *OPTIONAL_INTEGER) and values.notna().all():
+        if (values != values.round()).any():
+            row = int(np.flatnonzero((values != values.round()).to_numpy())[0])
+            raise ApmtError(f"{source}: row {row + 2}, column {name!r}: {column.iloc[row]!r} "
+                            "is not a whole number")
+        return values.astype("int64")
+    return values.astype("float64")
+
+
+def _check_values(table: pd.DataFrame, source: str, kind: str) -> None:
+    value_columns = ("value",) if kind == "measurements" else ("time", "calls")
+    for column in (*value_columns, "p"):
+        values = table[column].to_numpy(dtype=float)
+        nan = np.isnan(values)
+        if nan.any():
+            row = int(np.flatnonzero(nan)[0])
+            raise ApmtError(f"{source}: row {row + 2}, {_describe_row(table, row, kind)}: "
+                            f"{column} is NaN")
+        if column == "p":
+            bad = values < 1
+        elif kind == "measurements":
+            # a rank that never entered a kernel has zero time; a whole run cannot
+            zero_time = (table["metric"] == TIME_METRIC).to_numpy() & (values == 0)
+            bad = (values < 0) | (zero_time & ("rank" not in table.columns))
+        else:
+            bad = values < 0
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            what = "zero time" if values[row] == 0 else f"negative {column}"
+            raise ApmtError(f"{source}: row {row + 2}, {_describe_row(table, row, kind)}: "
+                            f"{what} {values[row]!r}")
+
+
+def _describe_row(table: pd.DataFrame, row: int, kind: str) -> str:
+    record = table.iloc[row]
+    if kind == "measurements":
+        return f"series {record['kernel']!r}/{record['metric']!r} at p={record['p']}"
+    return f"operation {record['op']!r} at p={record['p']}"
+
+
+def read_table(path: str | Path, kind: str = "measurements",
+               params: Iterable[str] | None = None) -> pd.DataFrame:
+    """Read a CSV or Parquet table and validate it."""
+    path = Path(path)
+    if not path.exists():
+        raise ApmtError(f"{path}: no such file")
+    try:
+        if path.suffix == ".parquet":
+            table = pd.read_parquet(path)
+        else:
+            table = pd.read_csv(path, dtype={"kernel": str, "metric": str, "op": str})
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
+        raise ApmtError(f"{path}: not a readable {kind} table ({first_line})") from None
+    if table.empty:
+        raise ApmtError(f"{path}: the {kind} table has no rows")
+    return check_table(table, str(path), kind, params)
+
+
+def write_table(table: pd.DataFrame, path: str | Path) -> None:
+    """Write atomically (temporary file, then rename) so no partial output is ever left."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.close(handle)
+    try:
+        if path.suffix == ".parquet":
+            table.to_parquet(temporary, index=False)
+        else:
+            table.to_csv(temporary, index=False)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(text: str, path: str | Path) -> None:
+    """Write a text file atomically, as write_table does for tables."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

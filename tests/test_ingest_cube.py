@@ -1,0 +1,166 @@
+"""The CUBE4 importer against real Score-P profiles in the shared data folder."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from pycubexr import CubexParser
+
+from apmt.errors import ApmtError
+from apmt.ingest.cube import metric_name, parse_run_name, read_cube
+from apmt.tables import check_table
+
+
+@pytest.fixture(scope="module")
+def data() -> Path:
+    folder = Path(__file__).resolve().parents[2] / "shared" / "data"
+    if not folder.is_dir():
+        pytest.skip(f"shared data folder {folder} not present")
+    return folder
+
+
+def checked(table: pd.DataFrame) -> pd.DataFrame:
+    """The table must pass the contract as it is, without losing rows."""
+    out = check_table(table, "test")
+    assert len(out) == len(table)
+    return out
+
+
+def call_paths(profile: Path) -> dict[int, str]:
+    """Cnode id -> call path, built straight from pycubexr (independent of the importer)."""
+    names: dict[int, str] = {}
+    with CubexParser(profile) as cube:
+        for cnode in cube.all_cnodes():
+            prefix = f"{names[cnode.parent.id]}/" if cnode.parent else ""
+            names[cnode.id] = prefix + cnode.region.name
+    return names
+
+
+@pytest.mark.parametrize("run", ["blast.p64.r1", "time.p4.n2000.x1.r0"])
+def test_exclusive_values_match_cube_dump(data: Path, run: str) -> None:
+    """excl.csv holds one row per cnode and thread (one thread per rank here)."""
+    folder = data / "scorep_counters" / run
+    table = checked(read_cube([folder]))
+    dump = pd.read_csv(folder / "excl.csv", skipinitialspace=True, dtype=str)
+    dump = dump.melt(id_vars=["Cnode ID", "Thread ID"], var_name="name", value_name="text")
+    dump["metric"] = dump["name"].map(metric_name)
+    dump = dump[dump["metric"].isin(set(table["metric"]))]
+    dump["kernel"] = dump["Cnode ID"].astype(int).map(call_paths(folder / "profile.cubex"))
+    dump["rank"] = dump["Thread ID"].astype(int)
+    assert set(dump["rank"]) == set(table["rank"]) == set(range(table["p"].iloc[0]))
+    both = dump.merge(table, on=["kernel", "metric", "rank"], how="outer", indicator=True)
+    assert not (both["_merge"] == "right_only").any()
+    left_out = both[both["_merge"] == "left_only"]
+    assert (left_out["text"].astype(float) == 0).all(), "only zero (unvisited) rows may be left out"
+    matched = both[both["_merge"] == "both"]
+    assert {"time", "visits"} <= set(matched["metric"])
+    counters = matched[matched["metric"] != "time"]
+    np.testing.assert_allclose(counters["value"], counters["text"].astype(float), rtol=1e-6)
+    # excl.csv prints time to 6 significant digits (CSV rounding alone differs by up to 4.6e-6
+    # relative), so the importer's time must agree with every digit printed.
+    times = matched[matched["metric"] == "time"]
+    rounded = [float(f"{value:.6g}") for value in times["value"]]
+    assert rounded == times["text"].astype(float).tolist()
+
+
+def test_lulesh_sample(data: Path) -> None:
+    folder = data / "scorep_cube_sample" / "lulesh.p27.size25.r1"
+    table = checked(read_cube([folder / "profile.cubex"]))
+    assert set(table["p"]) == {27} and set(table["size"]) == {25.0} and set(table["rep"]) == {1}
+    assert sorted(table["rank"].unique()) == list(range(27))
+    assert set(table["metric"]) == {"time", "visits"}
+    assert "lulesh2.0/int main(int, char**)/MPI_Init" in set(table["kernel"])
+    with CubexParser(folder / "profile.cubex") as cube:
+        root = cube.get_root_cnodes()[0]
+        inclusive = cube.get_metric_values(cube.get_metric_by_name("time")).cnode_values(root)
+    per_rank = table[table["metric"] == "time"].groupby("rank")["value"].sum()
+    np.testing.assert_allclose(per_rank.to_numpy(), np.asarray(inclusive, float), rtol=1e-9)
+
+
+def test_mm_cube_set(data: Path) -> None:
+    table = checked(read_cube([data / "scorep_counters" / "mm_cubeset"]))
+    assert sorted(table["x"].unique()) == [1, 10, 25, 50, 100, 250, 500, 1000, 2000]
+    assert set(table["y"]) == set(table["z"]) == {1.0} and set(table["rep"]) == {1}
+    assert set(table["p"]) == {1}, "no p in the names: one rank in the profiles"
+    assert {"fp_ops", "papi_l2_tcm", "papi_l3_tcm", "time", "visits"} == set(table["metric"])
+    fp_ops = table[(table["metric"] == "fp_ops") & (table["kernel"] == "main/mat_mul")]
+    assert fp_ops.sort_values("x")["value"].is_monotonic_increasing
+
+
+def test_reading_is_fast(data: Path) -> None:
+    start = time.perf_counter()
+    read_cube([data / "scorep_counters" / "blast.p64.r1"])
+    read_cube([data / "scorep_counters" / "mm_cubeset"])
+    assert time.perf_counter() - start < 5
+
+
+def test_negative_exclusive_counters_become_zero(data: Path, tmp_path: Path) -> None:
+    """This Kripke profile has callees that counted more PAPI_L3_DCA than their caller."""
+    run = tmp_path / "kripke.p128.r1"
+    run.mkdir()
+    shutil.copy(data / "scorep_counters" / "hw_counter" / "L3_DCA_negative.cubex",
+                run / "profile.cubex")
+    table = checked(read_cube([run]))
+    assert (table["value"] >= 0).all()
+    assert "papi_l3_dca" in set(table["metric"])
+
+
+def test_metric_names() -> None:
+    assert metric_name("PAPI_TOT_CYC") == "cycles"
+    assert metric_name("PAPI_BR_MSP") == "branch_misses"
+    assert metric_name("PAPI_L3_TCM") == "papi_l3_tcm"
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("lulesh.p27.size25.r1", {"p": 27, "size": 25, "rep": 1}),
+    ("mm.x1000y1z1.r1", {"x": 1000, "y": 1, "z": 1, "rep": 1}),
+    ("mm.x1.1,y1,1,z1.1.r1", {"x": 1.1, "y": 1.1, "z": 1.1, "rep": 1}),
+    ("mm.a1.1b1.1c1.1", {"a": 1.1, "b": 1.1, "c": 1.1}),
+    ("x1y1z1", {"x": 1, "y": 1, "z": 1}),
+    ("kripke.p8.d2.g32.r1", {"p": 8, "d": 2, "g": 32, "rep": 1}),
+])
+def test_run_names(name: str, expected: dict[str, float]) -> None:
+    assert parse_run_name(Path(name)) == expected
+
+
+def test_garbage_file(tmp_path: Path) -> None:
+    run = tmp_path / "app.p4.r1"
+    run.mkdir()
+    (run / "profile.cubex").write_bytes(b"this is not a tar archive\x00\xff" * 40)
+    with pytest.raises(ApmtError, match="not a readable CUBE4 profile") as caught:
+        read_cube([run])
+    assert str(run / "profile.cubex") in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["scorep-20240101_1200_4711", "lulesh", "lulesh.p2.5.r1"])
+def test_unparseable_directory_name(data: Path, tmp_path: Path, name: str) -> None:
+    run = tmp_path / name
+    run.mkdir()
+    shutil.copy(data / "scorep_cube_sample" / "lulesh.p27.size25.r1" / "profile.cubex", run)
+    with pytest.raises(ApmtError) as caught:
+        read_cube([run])
+    assert str(run) in str(caught.value)
+
+
+def test_p_in_name_must_match_ranks(data: Path, tmp_path: Path) -> None:
+    run = tmp_path / "lulesh.p8.size25.r1"
+    run.mkdir()
+    shutil.copy(data / "scorep_cube_sample" / "lulesh.p27.size25.r1" / "profile.cubex", run)
+    with pytest.raises(ApmtError, match="p=8 but the profile has 27"):
+        read_cube([run])
+
+
+def test_runs_with_different_parameters_are_refused(data: Path) -> None:
+    with pytest.raises(ApmtError, match="same parameters"):
+        read_cube([data / "scorep_counters" / "blast.p64.r1",
+                   data / "scorep_cube_sample" / "lulesh.p27.size25.r1"])
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(ApmtError, match="no such file"):
+        read_cube([tmp_path / "nowhere"])
