@@ -111,7 +111,8 @@ def describe(operation: dict) -> str:
     """The fitted time model as a formula, for reports."""
     function = operation["fits"]["time"].function
     per = "" if operation["kind"] == "p2p" else "per call "
-    return f"{operation['op']} ({operation['kind']}): time {per}= {function}"
+    name = "/".join(str(part) for part in operation["key"])  # with the library, if several
+    return f"{name} ({operation['kind']}): time {per}= {function}"
 
 
 def operation_to_dict(operation: dict) -> dict:

@@ -19,7 +19,8 @@ import pandas as pd
 from apmt.baselines import BASELINES
 from apmt.comm import comm_keys, comm_points
 from apmt.errors import ApmtError
-from apmt.series import fit_points, point_values, points
+from apmt.fit_table import fit_all
+from apmt.series import point_values, points
 
 METHODS = ("apmt", "analytic", "amdahl", "extrap")
 KEYS = ["kernel", "metric"]
@@ -87,16 +88,16 @@ def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
 
 def _fit_and_predict(train: pd.DataFrame, test: pd.DataFrame, params: list[str], source: str,
                      per_rank_params: frozenset[str], baselines: list[str]) -> pd.DataFrame:
+    train = train.merge(test[KEYS].drop_duplicates(), on=KEYS)
+    fits = fit_all(train, params, source, per_rank_params)
+    train_groups = dict(list(train.groupby(KEYS, sort=False)))
     rows = []
-    test_groups = dict(list(test.groupby(KEYS, sort=False)))
-    for key, train_rows in train.groupby(KEYS, sort=True):
-        if key not in test_groups:
+    for key, targets in test.groupby(KEYS, sort=True):
+        if key not in fits:
             continue
-        targets = test_groups[key]
         values = point_values(targets, params)
-        fit = fit_points(key, train_rows, params, source, per_rank_params)
-        predicted, lower, upper = fit.predict(values)
-        rows.append(_frame(targets, params, "apmt", predicted, lower, upper))
+        rows.append(_frame(targets, params, "apmt", *fits[key].predict(values)))
+        train_rows = train_groups[key]
         train_values = point_values(train_rows, params)
         for name in (b for b in baselines if b in BASELINES):
             predicted = BASELINES[name](train_values, train_rows["value"].to_numpy(float),

@@ -26,7 +26,6 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-LOG2 = np.log(2.0)
 # Extra-P's exponents, mirrored for strong scaling and capped at 2: steeper growth in P is not
 # seen in real codes, and from 4-5 points it is what turns a noisy last point into a blow-up.
 POWER_EXPONENTS = (-2, -3 / 2, -4 / 3, -1, -3 / 4, -2 / 3, -1 / 2, -1 / 3, -1 / 4, 0, 1 / 4,
@@ -39,6 +38,10 @@ ONE_SE = 1.0
 MAX_LOG_EXPONENT = 3.0
 EXTRAPOLATION_FACTORS = (1.0, 2.0, 4.0, 16.0, 100.0)
 PER_RANK_SUFFIX = "/p"
+
+
+class NoPlausibleFit(ValueError):
+    """No hypothesis of the family describes the series plausibly."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ def _fraction(value: float) -> str:
     for denominator in (1, 2, 3, 4):
         numerator = value * denominator
         if abs(numerator - round(numerator)) < 1e-9:
-            return f"{round(numerator)}" if denominator == 1 else f"({round(numerator)}/{denominator})"
+            whole = round(numerator)
+            return f"{whole}" if denominator == 1 else f"({whole}/{denominator})"
     return f"{value:g}"
 
 
@@ -132,20 +136,14 @@ class Hypothesis:
         return sum(t.complexity for basis in self.bases for t in basis) + len(self.bases) - 1
 
     def design(self, values: dict[str, np.ndarray]) -> np.ndarray:
-        n = len(next(iter(values.values())))
-        columns = [np.ones(n)]
-        for basis in self.bases:
-            column = np.ones(n)
-            for term in basis:
-                column = column * term.evaluate(values)
-            columns.append(column)
-        return np.column_stack(columns)
+        return designs([self], values)[0]
 
     def text(self, coefficients: np.ndarray) -> str:
         if self.form == "loglinear":
             factors = [f"{np.exp(coefficients[0]):.4g}"]
             for coefficient, (term,) in zip(coefficients[1:], self.bases, strict=True):
-                inner = term.variable if term.kind == "ln" else f"log2({term.variable})"
+                name = term.variable if term.variable.isidentifier() else f"({term.variable})"
+                inner = name if term.kind == "ln" else f"log2({term.variable})"
                 factors.append(f"{inner}^{coefficient:.3g}")
             return " * ".join(factors)
         pieces = [f"{coefficients[0]:.4g}"]
@@ -274,6 +272,23 @@ def _pair_hypotheses(pair: tuple[str, ...], singles: dict[str, list[Term]]) -> l
 
 # ------------------------------------------------------------------------------------- fitting
 
+def designs(hypotheses: list[Hypothesis], values: dict[str, np.ndarray]) -> np.ndarray:
+    """Design matrices of hypotheses with equal coefficient counts, each term computed once."""
+    cache: dict[Term, np.ndarray] = {}
+
+    def column(basis: tuple[Term, ...]) -> np.ndarray:
+        result = None
+        for term in basis:
+            if term not in cache:
+                cache[term] = term.evaluate(values)
+            result = cache[term] if result is None else result * cache[term]
+        return result
+
+    n = len(next(iter(values.values())))
+    ones = np.ones(n)
+    return np.array([[ones, *(column(b) for b in h.bases)] for h in hypotheses]).transpose(0, 2, 1)
+
+
 @dataclass
 class _Batch:
     """Batched least-squares results of hypotheses sharing one form and coefficient count."""
@@ -283,6 +298,7 @@ class _Batch:
     inverse_gram: np.ndarray      # (H, k, k)
     loo_log_errors: np.ndarray    # (H, n): ln(leave-one-out prediction / observation)
     fitted: np.ndarray            # (H, n)
+    extended_design: np.ndarray   # (H, m, k): the designs where users will extrapolate
 
 
 def _leave_group_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
@@ -292,6 +308,10 @@ def _leave_group_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
     For least squares, deleting rows G changes their residuals to (I - H_GG)^-1 r_G, with H the
     hat matrix; a singular I - H_GG means the group cannot be predicted without itself.
     """
+    if all(len(rows) == 1 for rows in groups):
+        leverage = np.einsum("hnk,hkl,hnl->hn", weighted, inverse_gram, weighted)
+        singular = leverage > 1.0 - 1e-9
+        return np.where(singular, np.inf, residual / np.where(singular, 1.0, 1.0 - leverage))
     out = np.empty_like(residual)
     for rows in groups:
         block = weighted[:, rows, :]                                       # (H, g, k)
@@ -305,13 +325,13 @@ def _leave_group_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
     return out
 
 
-def _fit_batch(hypotheses: list[Hypothesis], values: dict[str, np.ndarray],
+def _fit_batch(hypotheses: list[Hypothesis], design: np.ndarray, extended: np.ndarray,
                y: np.ndarray, groups: list[np.ndarray]) -> _Batch:
-    design = np.stack([h.design(values) for h in hypotheses])          # (H, n, k)
     loglinear = hypotheses[0].form == "loglinear"
     if loglinear:
         weighted, target = design, np.broadcast_to(np.log(y), design.shape[:2])
     else:
+        # relative errors: each point weighs 1/y, as timing noise is multiplicative
         weighted, target = design / y[None, :, None], np.ones(design.shape[:2])
     with np.errstate(all="ignore"):
         gram = np.einsum("hnk,hnl->hkl", weighted, weighted)
@@ -328,7 +348,7 @@ def _fit_batch(hypotheses: list[Hypothesis], values: dict[str, np.ndarray],
             fitted = y[None, :] * (1.0 - residual)
     finite = np.isfinite(coefficients).all(axis=1)
     loo_log[~finite] = np.inf
-    return _Batch(hypotheses, coefficients, inverse_gram, loo_log, fitted)
+    return _Batch(hypotheses, coefficients, inverse_gram, loo_log, fitted, extended)
 
 
 def fold_weights(p: np.ndarray) -> np.ndarray:
@@ -358,7 +378,7 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
     (b, i), *others = ranked
     alternatives = [(batches[ob].hypotheses[oi], batches[ob].coefficients[oi])
                     for ob, oi in others[:3]]
-    return _summarise(batches[b], i, y, values, weights, alternatives)
+    return _summarise(batches[b], i, y, values, weights, alternatives, primary)
 
 
 def _rank(batches: list[_Batch], values: dict[str, np.ndarray], weights: np.ndarray,
@@ -369,22 +389,26 @@ def _rank(batches: list[_Batch], values: dict[str, np.ndarray], weights: np.ndar
     the one with the fewest coefficients and the plainest shape wins; a model that turns
     negative or explodes where users will extrapolate is never plausible.
     """
-    candidates = []
     groups = [values[primary] == v for v in np.unique(values[primary])]
-    group_weights = np.array([weights[g][0] for g in groups])
+    group_weights = np.array([weights[g][0] for g in groups]) / len(groups)
+    fold_errors, where = [], []
     for b, batch in enumerate(batches):
         errors = np.minimum(np.abs(batch.loo_log_errors), CAPPED_LOG_ERROR)
-        folds = np.stack([errors[:, g].mean(axis=1) for g in groups], axis=1)
-        score = folds @ group_weights / group_weights.sum()
-        spread = np.sqrt(((folds - score[:, None]) ** 2) @ group_weights
-                         / group_weights.sum() / len(groups))
-        sane = _sane(batch, values, primary)
-        candidates += [(score[i], spread[i], b, i) for i in np.flatnonzero(sane)]
-    if not candidates:
-        raise ValueError("no plausible hypothesis")
-    best = min(candidates, key=lambda c: c[0])
-    threshold = best[0] + ONE_SE * best[1] + 1e-9
-    within = [c for c in candidates if c[0] <= threshold]
+        sane = np.flatnonzero(_sane(batch))
+        fold_errors.append(np.stack([errors[sane][:, g].mean(axis=1) for g in groups], axis=1))
+        where += [(b, i) for i in sane]
+    if not where:
+        raise NoPlausibleFit("every shape of the family turns negative or explodes within "
+                             "100x the measured range")
+    folds = np.concatenate(fold_errors)
+    score = folds @ group_weights / group_weights.sum()
+    best = int(np.argmin(score))
+    difference = folds - folds[best]
+    paired_se = np.sqrt((difference - (score - score[best])[:, None]) ** 2 @ group_weights
+                        / group_weights.sum() / len(groups))
+    within_mask = score <= score[best] + ONE_SE * paired_se + 1e-9
+    within = [(score[j], 0.0, *where[j]) for j in np.flatnonzero(within_mask)]
+    rest = sorted((score[j], 0.0, *where[j]) for j in np.flatnonzero(~within_mask))
 
     def plainness(candidate: tuple) -> tuple:
         hypothesis = batches[candidate[2]].hypotheses[candidate[3]]
@@ -392,17 +416,13 @@ def _rank(batches: list[_Batch], values: dict[str, np.ndarray], weights: np.ndar
                 candidate[0])
 
     within.sort(key=plainness)
-    rest = sorted((c for c in candidates if c[0] > threshold), key=lambda c: c[0])
     return [(c[2], c[3]) for c in within + rest[:3]]
 
 
-def _sane(batch: _Batch, values: dict[str, np.ndarray], primary: str) -> np.ndarray:
+def _sane(batch: _Batch) -> np.ndarray:
     """Hypotheses that stay positive, and have sane exponents, up to 100x the training range."""
-    extended = {k: np.concatenate([v * factor for factor in EXTRAPOLATION_FACTORS])
-                if k == primary else np.tile(v, len(EXTRAPOLATION_FACTORS)) for k, v in values.items()}
-    design = np.stack([h.design(extended) for h in batch.hypotheses])
     with np.errstate(all="ignore"):
-        linear = np.einsum("hnk,hk->hn", design, batch.coefficients)
+        linear = np.einsum("hnk,hk->hn", batch.extended_design, batch.coefficients)
     ok = np.isfinite(batch.loo_log_errors).any(axis=1) & np.isfinite(linear).all(axis=1)
     if batch.hypotheses[0].form == "loglinear":
         return ok & (np.abs(batch.coefficients[:, 1:]) <= MAX_LOG_EXPONENT).all(axis=1)
@@ -411,15 +431,42 @@ def _sane(batch: _Batch, values: dict[str, np.ndarray], primary: str) -> np.ndar
 
 def _fit_all(hypotheses: tuple[Hypothesis, ...], values: dict[str, np.ndarray],
              y: np.ndarray, primary: str) -> list[_Batch]:
-    groups: dict[tuple[str, int], list[Hypothesis]] = {}
-    for hypothesis in hypotheses:
-        groups.setdefault((hypothesis.form, hypothesis.n_coefficients), []).append(hypothesis)
     folds = [np.flatnonzero(values[primary] == v) for v in np.unique(values[primary])]
-    return [_fit_batch(group, values, y, folds) for group in groups.values()]
+    return [_fit_batch(group, design, extended, y, folds)
+            for group, design, extended in _design_groups(hypotheses, values, primary)]
+
+
+_DESIGN_CACHE: dict[tuple, list] = {}
+
+
+def _design_groups(hypotheses: tuple[Hypothesis, ...], values: dict[str, np.ndarray],
+                   primary: str) -> list[tuple[list[Hypothesis], np.ndarray, np.ndarray]]:
+    """Hypotheses grouped by form and size, with their designs at the points and where users
+    extrapolate (the primary variable up to 100x). Series measured at the same points (all
+    call paths of one experiment) share them, so they are computed once."""
+    key = (hypotheses[-1], len(hypotheses), primary,
+           *((k, v.tobytes()) for k, v in values.items()))
+    if key not in _DESIGN_CACHE:
+        if len(_DESIGN_CACHE) > 64:
+            _DESIGN_CACHE.clear()
+        extended = {k: np.concatenate([v * factor for factor in EXTRAPOLATION_FACTORS])
+                    if k == primary else np.tile(v, len(EXTRAPOLATION_FACTORS))
+                    for k, v in values.items()}
+        groups: dict[tuple[str, int], list[Hypothesis]] = {}
+        for hypothesis in hypotheses:
+            groups.setdefault((hypothesis.form, hypothesis.n_coefficients), []).append(hypothesis)
+        _DESIGN_CACHE[key] = [(group, designs(group, values), designs(group, extended))
+                              for group in groups.values()]
+    return _DESIGN_CACHE[key]
 
 
 def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.ndarray],
-               weights: np.ndarray, alternatives: list) -> SeriesFit:
+               weights: np.ndarray, alternatives: list, primary: str) -> SeriesFit:
+    """The chosen fit with its quality: R^2, adjusted R^2, leave-one-out error, and sigma.
+
+    The interval's degrees of freedom are those of the runs, not of the points: points at one
+    P share that run's noise, so at most (distinct values of the primary variable - 1).
+    """
     hypothesis = batch.hypotheses[index]
     k, n = hypothesis.n_coefficients, len(y)
     loo = np.minimum(np.abs(batch.loo_log_errors[index]), CAPPED_LOG_ERROR)
@@ -431,7 +478,8 @@ def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.nd
     domain = {v: (float(np.min(values[v])), float(np.max(values[v]))) for v in values}
     return SeriesFit(
         hypothesis=hypothesis, coefficients=batch.coefficients[index],
-        inverse_gram=batch.inverse_gram[index], sigma=sigma, dof=n - k, r2=float(r2),
+        inverse_gram=batch.inverse_gram[index], sigma=sigma,
+        dof=max(1, min(n - k, len(np.unique(values[primary])) - 1)), r2=float(r2),
         adj_r2=float(adj_r2), loo_error=float(np.mean(np.expm1(loo))), n_points=n,
         domain=domain, alternatives=alternatives,
     )

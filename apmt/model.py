@@ -41,9 +41,10 @@ from apmt.comm import (
 )
 from apmt.errors import ApmtError
 from apmt.fit import SeriesFit
+from apmt.fit_table import fit_all
 from apmt.kernels import OTHERS, classify
 from apmt.machine import hertz
-from apmt.series import fit_points, point_values, points
+from apmt.series import point_values, points
 from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
 
 MODEL_FORMAT = "apmt-model/1"
@@ -95,11 +96,9 @@ def _aggregate(table: pd.DataFrame, kernels: list[str], params: list[str]) -> pd
 
 def _fit_all_series(table: pd.DataFrame, params: list[str], source: str,
                     per_rank_params: frozenset[str]) -> list[dict]:
-    fitted = []
-    for (kernel, metric), rows in table.groupby(["kernel", "metric"], sort=True):
-        fit = fit_points((kernel, metric), rows, params, source, per_rank_params)
-        fitted.append({"kernel": kernel, "metric": metric, "fit": fit})
-    return fitted
+    fits = fit_all(table, params, source, per_rank_params)
+    return [{"kernel": kernel, "metric": metric, "fit": fit}
+            for (kernel, metric), fit in fits.items()]
 
 
 def _cpi(table: pd.DataFrame, kernels: set[str]) -> dict:
@@ -177,8 +176,9 @@ def predict(model: dict, targets: pd.DataFrame, volume_ratio: float = 1.0) -> pd
     frames = []
     for entry in model["series"]:
         predicted, lower, upper = entry["fit"].predict(values)
-        frames.append(_rows(targets, params, entry["kernel"], entry["metric"],
-                            predicted, lower, upper))
+        # the rows of kernel <app> are the assembled ones; a measured <app>'s own fit is beside
+        metric = f"fitted_{entry['metric']}" if entry["kernel"] == APP_KERNEL else entry["metric"]
+        frames.append(_rows(targets, params, entry["kernel"], metric, predicted, lower, upper))
     for part, (predicted, lower, upper) in assemble(model, values, volume_ratio).items():
         frames.append(_rows(targets, params, APP_KERNEL, part, predicted, lower, upper))
     return pd.concat(frames, ignore_index=True)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from apmt.errors import ApmtError
-from apmt.fit import PER_RANK_SUFFIX, SeriesFit, fit_series
+from apmt.fit import PER_RANK_SUFFIX, NoPlausibleFit, SeriesFit, fit_series
 
 MIN_DISTINCT_P = 3
 
@@ -85,7 +85,11 @@ def fit_points(key: tuple, rows: pd.DataFrame, params: list[str], source: str,
     primary, variables = fit_plan(rows, params, per_rank_params)
     check_series(key, rows, source, primary, value)
     values = {column: rows[column].to_numpy(float) for column in ["p", *params]}
-    return fit_series(values, rows[value].to_numpy(float), variables, primary)
+    try:
+        return fit_series(values, rows[value].to_numpy(float), variables, primary)
+    except NoPlausibleFit as error:
+        name = "/".join(str(k) for k in key)
+        raise ApmtError(f"{source}: series {name!r}: no plausible fit ({error})") from None
 
 
 def point_values(frame: pd.DataFrame, params: list[str]) -> dict[str, np.ndarray]:

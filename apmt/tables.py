@@ -22,7 +22,8 @@ communication: one row per MPI operation and run (and rank, and peer when known)
 
 predictions: one row per fitted series and requested point.
     kernel, metric, <params>, predicted, lower, upper  (lower/upper: 90% prediction interval);
-    kernel ``<app>`` holds the assembled application time.
+    kernel ``<app>`` holds the assembled application time (metric ``time``) and its parts; the
+    fit of a measured ``<app>`` kernel, if any, comes beside them as metric ``fitted_time``.
 """
 
 from __future__ import annotations
@@ -96,7 +97,20 @@ def check_table(table: pd.DataFrame, source: str, kind: str = "measurements",
     for column in [c for c in text_columns if c in table.columns]:
         out[column] = table[column].astype(str)
     _check_values(out, source, kind)
-    return out
+    return _number_repetitions(out, kind)
+
+
+def _number_repetitions(table: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """Without a ``rep`` column, a row that repeats another's series, point (and rank) is a
+    further run of that point: number the runs, or they would be taken as one run (averaged,
+    or with ranks, summed) instead of repetitions."""
+    if "rep" in table.columns:
+        return table
+    keys = MEASUREMENT_KEYS if kind == "measurements" else COMM_KEYS
+    identity = [*(k for k in keys if k in table.columns), "p", *parameter_columns(table, kind),
+                *(c for c in ("rank", "peer") if c in table.columns)]
+    rep = table.groupby(identity, sort=False, dropna=False).cumcount() + 1
+    return table.assign(rep=rep.astype("int64")) if rep.max() > 1 else table
 
 
 def _normalise_units(table: pd.DataFrame, source: str, kind: str) -> pd.DataFrame:
@@ -109,8 +123,10 @@ def _normalise_units(table: pd.DataFrame, source: str, kind: str) -> pd.DataFram
     for metric, rows in table.groupby("metric", sort=False):
         units = rows["unit"].astype(str).unique()
         if len(units) > 1:
-            raise ApmtError(f"{source}: metric {metric!r} has mixed units "
-                            f"{', '.join(sorted(units))} (row {rows.index[0] + 2})")
+            row = int(np.flatnonzero(table["metric"].eq(metric).to_numpy()
+                                     & table["unit"].astype(str).ne(units[0]).to_numpy())[0])
+            raise ApmtError(f"{source}: row {row + 2}: metric {metric!r} in {units[1]!r}, but "
+                            f"in {units[0]!r} before: mixed units")
         if metric == TIME_METRIC:
             if units[0] not in TIME_UNITS_IN_SECONDS:
                 raise ApmtError(f"{source}: metric 'time' has unit {units[0]!r}; "
@@ -125,15 +141,20 @@ def _numeric_column(column: pd.Series, name: str, source: str) -> pd.Series:
     bad = values.isna() & column.notna()
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ApmtError(f"{source}: row {row + 2}, column {name!r}: {column.iloc[row]!r} "
-                        "is not a number")
+        raise ApmtError(f"{source}: row {row + 2}, column {name!r}: "
+                        f"{_shown(column.iloc[row])!r} is not a number")
     if name in ("p", *OPTIONAL_INTEGER) and values.notna().all():
         if (values != values.round()).any():
             row = int(np.flatnonzero((values != values.round()).to_numpy())[0])
-            raise ApmtError(f"{source}: row {row + 2}, column {name!r}: {column.iloc[row]!r} "
-                            "is not a whole number")
+            raise ApmtError(f"{source}: row {row + 2}, column {name!r}: "
+                            f"{_shown(column.iloc[row])!r} is not a whole number")
         return values.astype("int64")
     return values.astype("float64")
+
+
+def _shown(value: object) -> object:
+    """A cell as the user wrote it: ``-2.0``, not numpy's ``np.float64(-2.0)``."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _check_values(table: pd.DataFrame, source: str, kind: str) -> None:
@@ -157,7 +178,7 @@ def _check_values(table: pd.DataFrame, source: str, kind: str) -> None:
             row = int(np.flatnonzero(bad)[0])
             what = "zero time" if values[row] == 0 else f"negative {column}"
             raise ApmtError(f"{source}: row {row + 2}, {_describe_row(table, row, kind)}: "
-                            f"{what} {values[row]!r}")
+                            f"{what} {float(values[row])!r}")
 
 
 def _describe_row(table: pd.DataFrame, row: int, kind: str) -> str:
@@ -178,12 +199,28 @@ def read_table(path: str | Path, kind: str = "measurements",
             table = pd.read_parquet(path)
         else:
             table = pd.read_csv(path, dtype={"kernel": str, "metric": str, "op": str})
+            _check_no_implicit_index(table, path)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
         raise ApmtError(f"{path}: not a readable {kind} table ({first_line})") from None
     if table.empty:
         raise ApmtError(f"{path}: the {kind} table has no rows")
     return check_table(table, str(path), kind, params)
+
+
+def _check_no_implicit_index(table: pd.DataFrame, path: Path) -> None:
+    """pandas takes a first data row with one field too many as a sign that the first column
+    is an index, and shifts every column by one; that is a malformed row, not an index."""
+    if not isinstance(table.index, pd.RangeIndex):
+        raise ApmtError(f"{path}: row 2 has {len(table.columns) + 1} fields but the header "
+                        f"has {len(table.columns)} columns")
+
+
+def _new_file_mode() -> int:
+    """The mode ``open`` would give a new file (0666 less the umask); mkstemp gives 0600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def write_table(table: pd.DataFrame, path: str | Path) -> None:
@@ -193,6 +230,7 @@ def write_table(table: pd.DataFrame, path: str | Path) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     os.close(handle)
     try:
+        os.chmod(temporary, _new_file_mode())
         if path.suffix == ".parquet":
             table.to_parquet(temporary, index=False)
         else:
@@ -209,6 +247,7 @@ def write_text_atomic(text: str, path: str | Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        os.chmod(temporary, _new_file_mode())
         with os.fdopen(handle, "w") as stream:
             stream.write(text)
         os.replace(temporary, path)

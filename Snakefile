@@ -1,0 +1,29 @@
+# apmt: performance models of MPI applications from a few small profiling runs.
+#
+# For each study in config/config.yaml: import the profiles into a tidy measurements table,
+# fit the model, check it on held-out runs next to the baselines, and predict larger runs.
+# Run it with `.venv/bin/snakemake --cores 2`; `--report results/report.html` then collects
+# the tables. Settings: config/README.md.
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/import.smk"
+include: "workflow/rules/model.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/predict.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

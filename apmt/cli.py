@@ -1,0 +1,493 @@
+"""The apmt command line: import, fit, predict and evaluate, one subcommand per stage.
+
+Every subcommand reads and computes everything first and writes its output only at the end,
+atomically, so a failed run never leaves a partial file. Problems the user can fix (ApmtError,
+missing or unreadable files) end as one ``apmt: error: ...`` line on stderr and exit code 2,
+as argparse's usage errors do; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import io
+import json
+import logging
+import math
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+
+from apmt import __version__
+from apmt.errors import ApmtError
+from apmt.ingest import FORMATS, import_profiles
+from apmt.tables import (
+    APP_KERNEL,
+    COMM_KEYS,
+    COMM_REQUIRED,
+    MEASUREMENT_KEYS,
+    TIME_METRIC,
+    parameter_columns,
+    read_table,
+    write_table,
+    write_text_atomic,
+)
+
+EXIT_ERROR = 2
+SIDECAR_SUFFIX = ".provenance.json"
+DEFAULT_BASELINES = "analytic,amdahl"
+CLASS_ORDER = ("key", "non-scalable", "communication", "aggregated", "application")
+log = logging.getLogger("apmt")
+
+
+# ------------------------------------------------------------------------------------ main
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand; return the exit code (0, or 2 for bad input and usage errors)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # usage error, --help or --version: argparse has printed it
+        return stop.code if isinstance(stop.code, int) else EXIT_ERROR
+    with _logging(args.verbose):
+        try:
+            args.run(args)
+        except ApmtError as error:
+            return _fail(str(error))
+        except BrokenPipeError:  # stdout's reader left early (| head): the outputs are written
+            _silence_stdout()
+        except OSError as error:
+            return _fail(_os_message(error))
+        except KeyboardInterrupt:  # the writers have removed their temporary files
+            return 130
+    return 0
+
+
+def _fail(message: str) -> int:
+    """One line on stderr, so scripts and logs keep one error per failed command."""
+    line = " ".join(part.strip() for part in message.splitlines() if part.strip())
+    print(f"apmt: error: {line}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, or Python's final flush reports the broken pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass  # not a real file (stdout captured in-process): nothing will flush to a pipe
+
+
+def _os_message(error: OSError) -> str:
+    """``PATH: reason`` as for apmt's own errors, not Python's ``[Errno 2] ...``."""
+    if error.filename is not None:
+        return f"{error.filename}: {error.strerror or error}"
+    return str(error)
+
+
+class _Formatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"apmt: {record.levelname.lower()}: {record.getMessage()}"
+
+
+@contextmanager
+def _logging(verbosity: int) -> Iterator[None]:
+    """apmt's log on stderr as ``apmt: warning: ...`` for this call only (main may be reused)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter())
+    saved = log.level, log.propagate
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO if verbosity else
+                 logging.WARNING)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
+
+
+# ---------------------------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser; its subcommands and options are the interface scripts rely on."""
+    parser = argparse.ArgumentParser(
+        prog="apmt", description="Performance models of MPI applications from measurements.")
+    parser.add_argument("--version", action="version", version=f"apmt {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="report progress (-vv: debug)")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                        help="report progress (-vv: debug)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_import(commands, common)
+    _add_fit(commands, common)
+    _add_predict(commands, common)
+    _add_evaluate(commands, common)
+    return parser
+
+
+def _add_import(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    sub = commands.add_parser("import", parents=[common], help="profiles -> a tidy table")
+    sub.add_argument("format", choices=list(FORMATS))
+    sub.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    sub.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.csv")
+    sub.set_defaults(run=run_import)
+
+
+def _add_params(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--param", dest="params", nargs="+", action="extend", metavar="NAME",
+                     help="parameter columns (default: every further numeric column)")
+    sub.add_argument("--per-rank-param", dest="per_rank_params", nargs="+", action="extend",
+                     default=[], metavar="NAME", help="parameters that are already per rank")
+
+
+def _add_fit(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    sub = commands.add_parser("fit", parents=[common], help="measurements -> model.json")
+    sub.add_argument("measurements", type=Path, metavar="MEASUREMENTS.csv")
+    sub.add_argument("--comm", type=Path, metavar="COMM.csv", help="communication table")
+    sub.add_argument("--machine", metavar="MACHINE", help="machine YAML file or shipped name")
+    _add_params(sub)
+    sub.add_argument("--app-kernel", metavar="NAME", help="kernel that is the whole application")
+    sub.add_argument("--threshold", type=_share, default=0.05,
+                     help="share of the cost above which a kernel is key (default 0.05)")
+    sub.add_argument("--scaling", choices=("strong", "weak"), default="strong")
+    sub.add_argument("-o", "--output", type=Path, required=True, metavar="model.json")
+    sub.set_defaults(run=run_fit)
+
+
+def _add_predict(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    sub = commands.add_parser("predict", parents=[common], help="model.json -> predictions")
+    sub.add_argument("model", type=Path, metavar="model.json")
+    sub.add_argument("--at", action="append", required=True, metavar="p=P,NAME=VALUE",
+                     help="a point to predict (repeatable)")
+    sub.add_argument("--volume-ratio", type=_positive, default=1.0, metavar="R",
+                     help="scale the communication volume by R (a larger problem)")
+    sub.add_argument("-o", "--output", type=Path, required=True, metavar="predictions.csv")
+    sub.set_defaults(run=run_predict)
+
+
+def _add_evaluate(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    sub = commands.add_parser("evaluate", parents=[common], help="errors on held-out runs")
+    sub.add_argument("table", type=Path, metavar="MEASUREMENTS.csv")
+    sub.add_argument("--holdout", default="p=max", help="points to hold out (default p=max)")
+    _add_params(sub)
+    sub.add_argument("--baselines", default=DEFAULT_BASELINES,
+                     help=f"comma-separated: analytic, amdahl, extrap (default "
+                          f"{DEFAULT_BASELINES}; extrap needs Extra-P)")
+    sub.add_argument("-o", "--output", type=Path, required=True, metavar="eval.csv")
+    sub.set_defaults(run=run_evaluate)
+
+
+def _positive(text: str) -> float:
+    """argparse type: a finite number above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+def _share(text: str) -> float:
+    """argparse type: a share strictly between 0 and 1."""
+    value = _positive(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share between 0 and 1")
+    return value
+
+
+# ---------------------------------------------------------------------------------- import
+
+def run_import(args: argparse.Namespace) -> None:
+    """Read profiles of one format and write the validated table with its provenance."""
+    from apmt.model import provenance
+
+    _check_writable_format(args.output)
+    table, kind = import_profiles(args.format, args.paths)
+    record = provenance(_input_files(args.format, args.paths),
+                        {"command": "import", "format": args.format, "kind": kind,
+                         "paths": [str(path) for path in args.paths], "rows": len(table)})
+    text = json.dumps(record, indent=1) + "\n"
+    write_table(table, args.output)
+    write_text_atomic(text, sidecar(args.output))
+    log.info("wrote %s and %s", args.output, sidecar(args.output))
+    print(describe_table(table, kind))
+
+
+def sidecar(path: Path) -> Path:
+    """Where a table's provenance lives: next to it, so it travels with the file."""
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def _input_files(fmt: str, paths: list[Path]) -> list[Path]:
+    """The files behind the inputs, to hash: a directory stands for its profile files."""
+    files: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+        elif fmt == "cube":
+            from apmt.ingest.cube import find_profiles
+            files += find_profiles(path)
+        else:
+            files += sorted(p for p in path.rglob("*") if p.is_file())
+    return files
+
+
+def describe_table(table: pd.DataFrame, kind: str) -> str:
+    """One line: rows, series and the process counts, to see at a glance what was read."""
+    keys = [k for k in (MEASUREMENT_KEYS if kind == "measurements" else COMM_KEYS)
+            if k in table.columns]
+    series = len(table[keys].drop_duplicates())
+    ps = sorted(int(p) for p in table["p"].unique())
+    span = f" ({ps[0]}..{ps[-1]})" if len(ps) > 1 else f" ({ps[0]})"
+    return f"{len(table)} rows, {series} series, {len(ps)} distinct P{span}"
+
+
+def _check_writable_format(path: Path) -> None:
+    if path.suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise ApmtError(f"{path}: writing Parquet needs pyarrow (pip install pyarrow), "
+                        "or write .csv")
+
+
+def _check_readable_format(path: Path) -> None:
+    if path.suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise ApmtError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)")
+
+
+# ------------------------------------------------------------------------------------- fit
+
+def run_fit(args: argparse.Namespace) -> None:
+    """Fit the model of a measurements table and save it with where it came from."""
+    from apmt.machine import load_machine
+    from apmt.model import build_model, save_model
+
+    if table_kind(args.measurements) == "communication":
+        raise ApmtError(f"{args.measurements}: a communication table (op, calls, bytes, time); "
+                        "give it with --comm beside a measurements table")
+    table, params, per_rank = _read_with_params(args, args.measurements, "measurements")
+    comm = None
+    if args.comm is not None:
+        _check_readable_format(args.comm)
+        comm = read_table(args.comm, "communication", params)
+    machine = load_machine(args.machine) if args.machine else None
+    model = build_model(table, params, source=str(args.measurements), comm=comm,
+                        machine=machine, app_kernel=args.app_kernel, per_rank_params=per_rank,
+                        threshold=args.threshold, scaling=args.scaling)
+    model["provenance"] = _fit_provenance(args, table, params, machine)
+    save_model(model, args.output)
+    log.info("wrote %s", args.output)
+    print(describe_model(model, args.output))
+
+
+def _read_with_params(args: argparse.Namespace, path: Path,
+                      kind: str) -> tuple[pd.DataFrame, list[str], frozenset[str]]:
+    """The table and its parameters: those named, or else every further numeric column."""
+    _check_readable_format(path)
+    named = _unique([*(args.params or []), *args.per_rank_params]) if args.params else None
+    table = read_table(path, kind, named)
+    params = named if named is not None else parameter_columns(table, kind)
+    log.info("read %s: %s; parameters: %s", path, describe_table(table, kind),
+             ", ".join(params) or "none")
+    for name in args.per_rank_params:
+        if name not in params:
+            raise ApmtError(f"{path}: --per-rank-param {name!r} is not a parameter column "
+                            f"(parameters: {', '.join(params) or 'none'})")
+    return table, params, frozenset(args.per_rank_params)
+
+
+def _unique(names: list[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def _fit_provenance(args: argparse.Namespace, table: pd.DataFrame, params: list[str],
+                    machine: dict | None) -> dict:
+    """Inputs with hashes, the import's own provenance, and what the data covered."""
+    from apmt.model import provenance
+    from apmt.series import points
+
+    inputs = [args.measurements, *([args.comm] if args.comm else [])]
+    if args.machine and Path(args.machine).is_file():
+        inputs.append(Path(args.machine))
+    extra = {
+        "command": "fit", "params": params, "per_rank_params": sorted(args.per_rank_params),
+        "p_values": sorted(int(p) for p in table["p"].unique()),
+        "max_repetitions": int(points(table, params)["reps"].max()),
+        "machine": (machine or {}).get("name", args.machine) if args.machine else None,
+        "import": _read_sidecar(args.measurements),
+    }
+    if args.comm:
+        extra["comm_import"] = _read_sidecar(args.comm)
+    return provenance(inputs, extra)
+
+
+def _read_sidecar(path: Path) -> dict | None:
+    """The provenance ``apmt import`` left next to a table, if any; a bad one is only noted."""
+    record = sidecar(path)
+    if not record.is_file():
+        return None
+    try:
+        return json.loads(record.read_text())
+    except (OSError, ValueError) as error:
+        log.warning("%s: ignored, not readable provenance (%s)", record, error)
+        return None
+
+
+def describe_model(model: dict, path: Path) -> str:
+    """Short summary: mode, kernel classes, fits, notes and the key kernels' time functions."""
+    from apmt.comm import describe
+
+    kernels = pd.DataFrame(model["kernels"], columns=["kernel", "class"])
+    counts = kernels["class"].value_counts()
+    order = [*CLASS_ORDER, *sorted(set(counts.index) - set(CLASS_ORDER))]
+    classes = ", ".join(f"{name} {counts[name]}" for name in order if name in counts)
+    fitted = len(model["series"]) + len(model["communication"])
+    lines = [f"{path}: {model['mode']} mode, {len(kernels)} kernels ({classes}), "
+             f"{fitted} series fitted"]
+    lines += [f"note: {note}" for note in model["notes"]]
+    for kernel in kernels.loc[kernels["class"] == "key", "kernel"]:
+        metric = _time_metric(model, kernel)
+        lines.append(f"  {kernel}: {metric} = {_function(model, kernel, metric)}")
+    if model["app_kernel"] not in (None, APP_KERNEL):
+        lines.append(f"  application {model['app_kernel']}: time = "
+                     f"{_function(model, model['app_kernel'], TIME_METRIC)}")
+    lines += [f"  {describe(operation)}" for operation in model["communication"]]
+    return "\n".join(lines)
+
+
+def _time_metric(model: dict, kernel: str) -> str:
+    """The fitted metric that gives a kernel's time: instructions in counter mode, else time."""
+    counters = model["mode"] == "counters" and kernel in model["cpi"]
+    return "instructions" if counters else TIME_METRIC
+
+
+def _function(model: dict, kernel: str, metric: str) -> str:
+    for entry in model["series"]:
+        if (entry["kernel"], entry["metric"]) == (kernel, metric):
+            return entry["fit"].function
+    return "(not fitted)"
+
+
+# --------------------------------------------------------------------------------- predict
+
+def run_predict(args: argparse.Namespace) -> None:
+    """Predict every fitted series and the application at the requested points."""
+    from apmt.model import predict
+
+    _check_writable_format(args.output)
+    model = _load_model(args.model)
+    targets = parse_points(args.at, model["params"])
+    table = predict(model, targets, args.volume_ratio)
+    write_table(table, args.output)
+    log.info("wrote %s: %d rows", args.output, len(table))
+    print(describe_app_rows(table, model["params"]))
+
+
+def _load_model(path: Path) -> dict:
+    """load_model, with a damaged file (a field missing or of the wrong type) as bad input."""
+    from apmt.model import load_model
+    try:
+        return load_model(path)
+    except (KeyError, TypeError, ValueError) as error:
+        raise ApmtError(f"{path}: not a valid apmt model ({type(error).__name__}: "
+                        f"{error})") from None
+
+
+def parse_points(specs: list[str], params: list[str]) -> pd.DataFrame:
+    """``p=343,size=45`` per --at: p and every parameter of the model, nothing else."""
+    names = ["p", *params]
+    rows = [_parse_point(spec, names) for spec in specs]
+    targets = pd.DataFrame(rows, columns=names)
+    return targets.astype({"p": "int64"})
+
+
+def _parse_point(spec: str, names: list[str]) -> dict[str, float]:
+    point: dict[str, float] = {}
+    for part in filter(None, (piece.strip() for piece in spec.split(","))):
+        name, equals, text = (piece.strip() for piece in part.partition("="))
+        if not equals or name not in names or name in point:
+            problem = ("expected NAME=VALUE" if not equals else f"{name!r} given twice"
+                       if name in point else f"unknown name {name!r}")
+            raise ApmtError(f"--at {spec!r}: {problem} (the model needs {', '.join(names)})")
+        point[name] = _point_value(spec, name, text)
+    missing = [name for name in names if name not in point]
+    if missing:
+        raise ApmtError(f"--at {spec!r}: missing parameter {missing[0]!r} (the model needs "
+                        f"{', '.join(names)})")
+    return point
+
+
+def _point_value(spec: str, name: str, text: str) -> float:
+    """A positive number (the fits take logs and powers), and a whole one for p."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ApmtError(f"--at {spec!r}: {name}={text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0) or (name == "p" and value % 1):
+        what = "a whole number of processes" if name == "p" else "a positive number"
+        raise ApmtError(f"--at {spec!r}: {name}={text!r} is not {what}")
+    return value
+
+
+def describe_app_rows(table: pd.DataFrame, params: list[str]) -> str:
+    """The assembled application time at each point, with its 90% interval."""
+    rows = table[(table["kernel"] == APP_KERNEL) & (table["metric"] == TIME_METRIC)]
+    lines = []
+    for _, row in rows.iterrows():
+        point = " ".join(f"{name}={row[name]:g}" for name in ["p", *params])
+        lines.append(f"{point}: application time {row['predicted']:.4g} s "
+                     f"(90% interval {row['lower']:.4g} .. {row['upper']:.4g})")
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------- evaluate
+
+def run_evaluate(args: argparse.Namespace) -> None:
+    """Hold out runs, fit on the rest with apmt and the baselines, and report the errors."""
+    from apmt.evaluate import evaluate, summary
+
+    _check_writable_format(args.output)
+    kind = table_kind(args.table)
+    table, params, per_rank = _read_with_params(args, args.table, kind)
+    baselines = [name.strip() for name in args.baselines.split(",") if name.strip()]
+    result = evaluate(table, kind, params, args.holdout, baselines, str(args.table), per_rank)
+    write_table(result, args.output)
+    log.info("wrote %s: %d rows", args.output, len(result))
+    print(format_summary(summary(result)))
+
+
+def table_kind(path: Path) -> str:
+    """``communication`` when the header has op, calls, bytes and time, else measurements."""
+    try:
+        columns = _header(path)
+    except (OSError, ValueError, ImportError, pd.errors.ParserError, UnicodeDecodeError):
+        return "measurements"  # read_table reports the problem with the file
+    return "communication" if set(COMM_REQUIRED[:4]) <= set(columns) else "measurements"
+
+
+def _header(path: Path) -> list[str]:
+    if path.suffix == ".parquet":
+        return list(pd.read_parquet(path).columns)
+    return list(pd.read_csv(path, nrows=0).columns)
+
+
+SUMMARY_FORMATS: dict[str, Callable[[float], str]] = {
+    "median_ape": lambda v: f"{v:.1f}%", "p90_ape": lambda v: f"{v:.1f}%",
+    "coverage_90": lambda v: "-" if pd.isna(v) else f"{v:.0%}",
+}
+
+
+def format_summary(table: pd.DataFrame) -> str:
+    """apmt.evaluate.summary as a small text table: the median error per method first."""
+    return table.to_string(index=False, formatters=SUMMARY_FORMATS, na_rep="-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""The command line end to end on real data: import, fit, predict and evaluate."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from apmt import __version__
+from apmt.cli import build_parser
+from apmt.model import load_model
+from apmt.tables import APP_KERNEL, read_table
+
+RELEARN_P = [32, 64, 128, 256, 512]
+LULESH_P = [27, 64, 125, 216, 343]
+PARTS = {"time", "comp_time", "mem_time", "comm_time", "others_time"}
+
+
+@pytest.fixture(scope="module")
+def relearn(shared_data: Path, tmp_path_factory: pytest.TempPathFactory, cli) -> SimpleNamespace:
+    """RELeARN through import, fit and predict once; the tests look at each stage's output."""
+    work = tmp_path_factory.mktemp("relearn")
+    source = shared_data / "relearn" / "relearn_data.txt"
+    table, model, predictions = work / "relearn.csv", work / "model.json", work / "pred.csv"
+    runs = {
+        "import": cli("import", "extrap-text", source, "-o", table),
+        "fit": cli("fit", table, "--param", "n", "--per-rank-param", "n",
+                   "--app-kernel", "main()", "-o", model),
+        "predict": cli("predict", model, "--at", "p=512,n=5000", "--at", "p=1024,n=9000",
+                       "-o", predictions),
+    }
+    return SimpleNamespace(source=source, table=table, model=model, predictions=predictions,
+                           runs=runs, work=work)
+
+
+def test_import_writes_table_and_provenance(relearn: SimpleNamespace) -> None:
+    run = relearn.runs["import"]
+    assert run.code == 0, run.err
+    assert run.out.strip() == "650 rows, 13 series, 5 distinct P (32..512)"
+    assert run.err.startswith("apmt: warning: dropped 'Update #synaptic elements + del synapses'")
+    table = read_table(relearn.table)
+    assert sorted(table["p"].unique()) == RELEARN_P
+    record = json.loads(Path(f"{relearn.table}.provenance.json").read_text())
+    assert record["format"] == "extrap-text" and record["apmt_version"] == __version__
+    assert record["host"] and record["created"]
+    digest = hashlib.sha256(relearn.source.read_bytes()).hexdigest()
+    assert record["inputs"] == [{"path": str(relearn.source), "sha256": digest}]
+
+
+def test_outputs_get_the_usual_file_mode(relearn: SimpleNamespace) -> None:
+    """Atomic writes go through a private temporary file; the result must not stay private."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in (relearn.table, Path(f"{relearn.table}.provenance.json"), relearn.model):
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
+
+
+def test_fit_saves_model_with_provenance(relearn: SimpleNamespace) -> None:
+    run = relearn.runs["fit"]
+    assert run.code == 0, run.err
+    assert "time mode" in run.out and "13 series fitted" in run.out
+    assert "application main(): time = " in run.out
+    assert "  Simulation loop: time = " in run.out
+    model = load_model(relearn.model)
+    assert model["params"] == ["n"] and model["per_rank_params"] == ["n"]
+    assert model["app_kernel"] == "main()"
+    provenance = model["provenance"]
+    assert provenance["p_values"] == RELEARN_P
+    assert provenance["max_repetitions"] == 2
+    assert provenance["machine"] is None
+    sidecar = json.loads(Path(f"{relearn.table}.provenance.json").read_text())
+    assert provenance["import"] == sidecar
+    assert provenance["inputs"][0]["path"] == str(relearn.table)
+
+
+def test_predicted_application_time_is_near_the_measurement(relearn: SimpleNamespace) -> None:
+    run = relearn.runs["predict"]
+    assert run.code == 0, run.err
+    predictions = pd.read_csv(relearn.predictions)
+    assert list(predictions.columns) == ["kernel", "metric", "p", "n", "predicted", "lower",
+                                         "upper"]
+    app = predictions[(predictions["kernel"] == APP_KERNEL) & (predictions["metric"] == "time")]
+    assert len(app) == 2
+    row = app[(app["p"] == 512) & (app["n"] == 5000)].iloc[0]
+    table = read_table(relearn.table)
+    at = table[(table["kernel"] == "main()") & (table["p"] == 512) & (table["n"] == 5000)]
+    measured = at["value"].mean()
+    assert len(at) == 2 and 1000 < measured < 1500
+    assert abs(row["predicted"] - measured) / measured < 0.30
+    assert (app["lower"] <= app["predicted"]).all() and (app["predicted"] <= app["upper"]).all()
+    assert set(predictions.loc[predictions["kernel"] == APP_KERNEL, "metric"]) == PARTS
+    assert run.out.startswith("p=512 n=5000: application time ")
+    assert len(run.out.splitlines()) == 2
+
+
+def test_evaluate_compares_apmt_with_the_baselines(relearn: SimpleNamespace, cli) -> None:
+    output = relearn.work / "eval.csv"
+    run = cli("evaluate", relearn.table, "--holdout", "p=max", "--param", "n",
+              "--per-rank-param", "n", "-o", output)
+    assert run.code == 0, run.err
+    evaluation = pd.read_csv(output)
+    assert set(evaluation["method"]) == {"apmt", "analytic", "amdahl"}
+    assert set(evaluation["p"]) == {512}
+    assert evaluation["ape"].notna().all()
+    assert evaluation.groupby("method").size().nunique() == 1
+    assert run.out.splitlines()[0].split()[:3] == ["method", "points", "median_ape"]
+    assert [line.split()[0] for line in run.out.splitlines()[1:]] == ["apmt", "analytic",
+                                                                       "amdahl"]
+
+
+def test_exit_codes_through_a_real_process(relearn: SimpleNamespace) -> None:
+    output = relearn.work / "subprocess.csv"
+    command = [sys.executable, "-m", "apmt.cli", "predict", str(relearn.model)]
+    ok = subprocess.run([*command, "--at", "p=256,n=7000", "-o", str(output)],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("p=256 n=7000: application time ")
+    assert output.is_file()
+    bad = subprocess.run([*command, "--at", "p=256", "-o", str(relearn.work / "no.csv")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines() == [
+        "apmt: error: --at 'p=256': missing parameter 'n' (the model needs p, n)"]
+    assert not (relearn.work / "no.csv").exists()
+
+
+def test_lulesh_caliper_predicts_every_fitted_series(shared_data: Path, tmp_path: Path,
+                                                     cli) -> None:
+    files = [shared_data / "lulesh_caliper_opal" / f"{p}_cores.cali" for p in LULESH_P]
+    table, model, predictions = tmp_path / "t.csv", tmp_path / "m.json", tmp_path / "p.csv"
+    run = cli("import", "caliper", *files, "-o", table)
+    assert run.code == 0, run.err
+    assert run.out.strip() == "225 rows, 45 series, 5 distinct P (27..343)"
+    run = cli("fit", table, "-o", model)  # no --param: the numeric column size is one
+    assert run.code == 0, run.err
+    fitted = load_model(model)
+    assert fitted["params"] == ["size"]
+    assert len(fitted["provenance"]["import"]["inputs"]) == len(files)
+    run = cli("predict", model, "--at", "p=512,size=30", "-o", predictions)
+    assert run.code == 0, run.err
+    out = pd.read_csv(predictions)
+    series = out[out["kernel"] != APP_KERNEL]
+    expected = {(entry["kernel"], entry["metric"]) for entry in fitted["series"]}
+    assert set(zip(series["kernel"], series["metric"], strict=True)) == expected
+    assert len(series) == len(expected) == 45
+    assert (out["p"] == 512).all() and (out["size"] == 30).all()
+    assert (series["predicted"] > 0).all()
+    assert set(out.loc[out["kernel"] == APP_KERNEL, "metric"]) == PARTS
+
+
+def test_collectives_evaluate_as_a_communication_table(shared_data: Path, tmp_path: Path,
+                                                       cli) -> None:
+    table, output = tmp_path / "comm.csv", tmp_path / "eval.csv"
+    run = cli("import", "collectives", shared_data / "mpi_collectives" / "mpi_data.csv",
+              "-o", table)
+    assert run.code == 0, run.err
+    assert run.out.strip() == "70 rows, 14 series, 5 distinct P (32..512)"
+    run = cli("evaluate", table, "-o", output)
+    assert run.code == 0, run.err
+    evaluation = pd.read_csv(output)
+    assert set(evaluation["metric"]) == {"time_per_call"}
+    assert "MPI_Allreduce/OpenMPI" in set(evaluation["kernel"])
+    assert evaluation["kernel"].nunique() == 14
+    assert evaluation.groupby("method").size().to_dict() == {"amdahl": 14, "analytic": 14,
+                                                              "apmt": 14}
+    run = cli("fit", table, "-o", tmp_path / "model.json")
+    assert run.code == 2 and "give it with --comm" in run.err
+
+
+def test_version_and_usage_errors(cli, capsys: pytest.CaptureFixture) -> None:
+    from apmt.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"apmt {__version__}"
+    assert main([]) == 2
+    assert main(["import", "no-such-format", "x", "-o", "y.csv"]) == 2
+    assert main(["fit", "x.csv", "--threshold", "1.5", "-o", "m.json"]) == 2
+    assert "usage: apmt" in capsys.readouterr().err
+
+
+def test_param_options_extend() -> None:
+    args = build_parser().parse_args(["fit", "t.csv", "--param", "n", "m", "--param", "k",
+                                      "--per-rank-param", "n", "-o", "m.json"])
+    assert args.params == ["n", "m", "k"] and args.per_rank_params == ["n"]
+    assert build_parser().parse_args(["fit", "t.csv", "-o", "m.json"]).params is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is not None, reason="pyarrow present")
+def test_parquet_without_pyarrow_is_a_clear_error(shared_data: Path, tmp_path: Path,
+                                                  cli) -> None:
+    output = tmp_path / "t.parquet"
+    run = cli("import", "extrap-text", shared_data / "relearn" / "relearn_data.txt",
+              "-o", output)
+    assert run.code == 2 and "pyarrow" in run.err
+    assert not output.exists()
+
+
+def test_fit_with_a_communication_table_and_a_machine(shared_data: Path, tmp_path: Path,
+                                                       cli) -> None:
+    """Measured application time beside real collectives: one <app> time row per point."""
+    comm = tmp_path / "comm.csv"
+    assert cli("import", "collectives", shared_data / "mpi_collectives" / "mpi_data.csv",
+               "-o", comm).code == 0
+    rows = [{"kernel": kernel, "metric": "time", "p": p, "value": value}
+            for p in RELEARN_P
+            for kernel, value in ((APP_KERNEL, 6400 / p + 3), ("solve", 6400 / p))]
+    table = tmp_path / "measurements.csv"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    model, predictions = tmp_path / "model.json", tmp_path / "pred.csv"
+    run = cli("-v", "fit", table, "--comm", comm, "--machine", "haswell-e5-2698v3", "-o", model)
+    assert run.code == 0, run.err
+    assert "apmt: info: read " in run.err
+    assert "MPI_Bcast/IntelMPI (collective): time per call = " in run.out
+    assert "MPI_Bcast/OpenMPI (collective): time per call = " in run.out
+    fitted = load_model(model)
+    assert fitted["provenance"]["machine"] == "haswell-e5-2698v3"
+    assert fitted["provenance"]["comm_import"]["format"] == "collectives"
+    assert [entry["path"] for entry in fitted["provenance"]["inputs"]] == [str(table), str(comm)]
+    assert len(fitted["communication"]) == 14
+    run = cli("predict", model, "--at", "p=1024", "--at", "p=2048", "-o", predictions)
+    assert run.code == 0, run.err
+    out = pd.read_csv(predictions)
+    app = out[out["kernel"] == APP_KERNEL]
+    assert not app.duplicated(["metric", "p"]).any()
+    assert set(app["metric"]) == {*PARTS, "fitted_time"}
+    assert len(run.out.splitlines()) == 2

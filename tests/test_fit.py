@@ -1,0 +1,88 @@
+"""The fitting engine recovers known functions, extrapolates sanely, and says how sure it is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from apmt.fit import SeriesFit, fit_series
+from apmt.ingest import import_profiles
+from apmt.series import fit_points, points
+
+P = np.array([4.0, 8.0, 16.0, 32.0, 64.0])
+
+
+def predict_at(fit: SeriesFit, **point: float) -> tuple[float, float, float]:
+    predicted, lower, upper = fit.predict({k: np.array([v]) for k, v in point.items()})
+    return float(predicted[0]), float(lower[0]), float(upper[0])
+
+
+def test_exact_function_of_the_family_is_recovered() -> None:
+    fit = fit_series({"p": P}, 3.0 + 2.0 * P * np.log2(P))
+    predicted, lower, upper = predict_at(fit, p=1024)
+    assert predicted == pytest.approx(3.0 + 2.0 * 1024 * 10, rel=1e-6)
+    assert fit.r2 == pytest.approx(1.0)
+    assert lower <= predicted <= upper
+
+
+def test_strong_scaling_with_noise_extrapolates_within_its_interval() -> None:
+    rng = np.random.default_rng(7)
+    truth = lambda p: 5.0 + 100.0 / p  # noqa: E731
+    fit = fit_series({"p": P}, truth(P) * np.exp(rng.normal(0.0, 0.03, len(P))))
+    predicted, lower, upper = predict_at(fit, p=1024)
+    assert predicted == pytest.approx(truth(1024), rel=0.1)
+    assert lower <= truth(1024) <= upper
+
+
+def test_noise_around_a_constant_gives_a_plain_model() -> None:
+    rng = np.random.default_rng(3)
+    fit = fit_series({"p": P}, 2.0 * np.exp(rng.normal(0.0, 0.02, len(P))))
+    assert fit.hypothesis.n_coefficients <= 2
+    assert predict_at(fit, p=4096)[0] == pytest.approx(2.0, rel=0.1)
+
+
+def test_two_parameters() -> None:
+    p, n = (a.ravel() for a in np.meshgrid(P, [1000.0, 2000.0, 4000.0]))
+    fit = fit_series({"p": p, "n": n}, 2.0 + 0.1 * n * np.log2(p), ("p", "n"))
+    assert predict_at(fit, p=512, n=3000)[0] == pytest.approx(2.0 + 0.1 * 3000 * 9, rel=0.05)
+
+
+def test_compute_per_rank_predicts_another_problem_size() -> None:
+    """APMT's choice: with one problem size the fit is in size/P, so a 4x larger size at 4x
+    the ranks gives the same time per rank."""
+    size = np.full_like(P, 1e6)
+    fit = fit_series({"p": P, "size": size}, 1e-6 * size / P + 0.5, ("size/p",))
+    at_base = predict_at(fit, p=16, size=1e6)[0]
+    assert predict_at(fit, p=64, size=4e6)[0] == pytest.approx(at_base, rel=1e-6)
+
+
+def test_predictions_stay_positive_far_out() -> None:
+    decreasing = np.array([3.25, 3.02, 2.56, 0.98])        # LULESH's MPI_Wait, P=27..216
+    fit = fit_series({"p": np.array([27.0, 64.0, 125.0, 216.0])}, decreasing)
+    predicted, lower, _ = fit.predict({"p": np.array([343.0, 1000.0, 10000.0])})
+    assert (predicted > 0).all() and (lower > 0).all()
+
+
+def test_fit_survives_storage() -> None:
+    fit = fit_series({"p": P}, 1.0 + np.sqrt(P))
+    again = SeriesFit.from_dict(fit.to_dict())
+    values = {"p": np.array([100.0, 1000.0])}
+    for ours, theirs in zip(fit.predict(values), again.predict(values), strict=True):
+        np.testing.assert_allclose(ours, theirs)
+    assert again.function == fit.function
+
+
+def test_relearn_main_at_512(shared_data) -> None:
+    """RELeARN's main() at P=512 from P<=256: within 20%, and inside its 90% interval."""
+    table, _ = import_profiles("extrap-text", [shared_data / "relearn" / "relearn_data.txt"])
+    series = points(table, ["n"])
+    main = series[series["kernel"] == "main()"]
+    fit = fit_points(("main()", "time"), main[main["p"] < 512], ["n"], "relearn",
+                     frozenset({"n"}))
+    truth = main[main["p"] == 512].set_index("n")["value"]
+    predicted, lower, upper = fit.predict({"p": np.full(len(truth), 512.0),
+                                           "n": truth.index.to_numpy(float)})
+    errors = np.abs(predicted - truth.to_numpy()) / truth.to_numpy()
+    assert errors.max() < 0.2
+    assert ((lower <= truth.to_numpy()) & (truth.to_numpy() <= upper)).all()
+    assert fit.adj_r2 > 0.9 and fit.loo_error < 0.2

@@ -1,0 +1,122 @@
+"""Text importers: Extra-P's text format (RELeARN and small files) and the collectives CSV."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from apmt.errors import ApmtError
+from apmt.ingest import import_profiles
+from apmt.ingest.collectives import read_collectives
+from apmt.ingest.extrap_text import read_extrap_text
+from apmt.tables import check_table
+
+RELEARN_P = [32, 64, 128, 256, 512]
+RELEARN_N = [5000.0, 6000.0, 7000.0, 8000.0, 9000.0]
+NEVER_RUN = "Update #synaptic elements + del synapses"
+
+
+@pytest.fixture(scope="module")
+def relearn_file(shared_data: Path) -> Path:
+    return shared_data / "relearn" / "relearn_data.txt"
+
+
+def test_relearn_as_read(relearn_file: Path) -> None:
+    table = read_extrap_text([relearn_file])
+    assert table["kernel"].nunique() == 14 and len(table) == 14 * 25 * 2
+    assert list(table.columns) == ["kernel", "metric", "p", "n", "rep", "value"]
+    assert (table.loc[table["kernel"] == NEVER_RUN, "value"] == 0).all()
+
+
+def test_relearn_imported(relearn_file: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="apmt"):
+        table, kind = import_profiles("extrap-text", [relearn_file])
+    assert kind == "measurements"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"dropped {NEVER_RUN!r}/'time': zero in every run (never executed)"]
+    assert table["kernel"].nunique() == 13 and len(table) == 13 * 25 * 2
+    assert NEVER_RUN not in set(table["kernel"])
+    assert sorted(table["p"].unique()) == RELEARN_P
+    assert sorted(table["n"].unique()) == RELEARN_N
+    assert sorted(table["rep"].unique()) == [1, 2]
+    assert set(table["metric"]) == {"time"}
+    assert table["p"].dtype == np.int64 and table["n"].dtype == np.float64
+    assert "main()" in set(table["kernel"])  # the file indents names to show nesting
+    assert not any(k != k.strip() for k in table["kernel"])
+    main = table[(table["kernel"] == "main()") & (table["p"] == 32) & (table["n"] == 5000)]
+    assert main.set_index("rep")["value"].to_dict() == {1: 406.498, 2: 405.58}
+    assert (table.groupby(["kernel", "p", "n"]).size() == 2).all()
+
+
+def test_single_parameter_points(tmp_path: Path) -> None:
+    source = tmp_path / "small.txt"
+    source.write_text("# a comment\nPARAMETER p\n\nPOINTS 4 8 16\n"
+                      "METRIC time\nREGION solve\nDATA 1.0 1.5\nDATA 2.0 2.5\nDATA 4e0\n"
+                      "REGION  halo exchange \nDATA 0.1\nDATA 0.2\nDATA 0.3\n"
+                      "METRIC visits\nREGION solve\nDATA 10\nDATA 20\nDATA 40\n")
+    table = check_table(read_extrap_text([source]), str(source))
+    assert list(table.columns) == ["kernel", "metric", "p", "rep", "value"]
+    solve = table[(table["kernel"] == "solve") & (table["metric"] == "time")]
+    assert list(zip(solve["p"], solve["rep"], solve["value"], strict=True)) == [
+        (4, 1, 1.0), (4, 2, 1.5), (8, 1, 2.0), (8, 2, 2.5), (16, 1, 4.0)]
+    halo = table[table["kernel"] == "halo exchange"]
+    assert list(halo["p"]) == [4, 8, 16] and list(halo["value"]) == [0.1, 0.2, 0.3]
+    visits = table[table["metric"] == "visits"]
+    assert list(visits["value"]) == [10.0, 20.0, 40.0] and set(visits["kernel"]) == {"solve"}
+
+
+def test_points_in_parentheses_and_process_synonym(tmp_path: Path) -> None:
+    source = tmp_path / "paren.txt"
+    source.write_text("PARAMETER processes\nPARAMETER size\n"
+                      "POINTS ( 2 10 ) ( 4 10 )\nPOINTS ( 8 20 )\n"
+                      "REGION r\nDATA 1\nDATA 2\nDATA 3\n")
+    table = read_extrap_text([source])
+    assert list(table["p"]) == [2, 4, 8] and list(table["size"]) == [10, 10, 20]
+    assert set(table["metric"]) == {"time"}
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("PARAMETER p\nPOINTS (4 1) (8 1)\n", "point '4 1' has 2 values for 1 parameter(s)"),
+    ("PARAMETER p\nPOINTS 4 8\nREGION r\nDATA 1\nPARAMETER q\n", "PARAMETER 'q' after POINTS"),
+    ("PARAMETER n\nPOINTS 4 8\nREGION r\nDATA 1\n", "no parameter 'p'"),
+    ("PARAMETER p\nPOINTS 4 8\nRUN r\n", "line 3: unknown keyword 'RUN'"),
+    ("PARAMETER p\nPOINTS 4 8\n", "no DATA lines"),
+])
+def test_malformed_extrap_text(tmp_path: Path, text: str, problem: str) -> None:
+    source = tmp_path / "bad.txt"
+    source.write_text(text)
+    with pytest.raises(ApmtError, match=f"^{re.escape(str(source))}: ") as error:
+        read_extrap_text([source])
+    assert problem in str(error.value)
+
+
+def test_collectives(shared_data: Path) -> None:
+    source = shared_data / "mpi_collectives" / "mpi_data.csv"
+    table, kind = import_profiles("collectives", [source])
+    assert kind == "communication"
+    assert list(table.columns) == ["op", "library", "calls", "bytes", "time", "p"]
+    series = table[["op", "library"]].drop_duplicates()
+    assert len(series) == 14
+    assert set(series["library"]) == {"IntelMPI", "OpenMPI"}
+    assert set(series["op"]) == {f"MPI_{name}" for name in (
+        "Allgather", "Allreduce", "Alltoall", "Barrier", "Bcast", "Gather", "Reduce")}
+    assert sorted(table["p"].unique()) == [32, 64, 128, 256, 512]
+    assert table["bytes"].isna().all()
+    raw = pd.read_csv(source)
+    merged = table.merge(raw, left_on=["library", "op", "p"],
+                         right_on=["mpi", "variable", "Ranks"], validate="one_to_one")
+    assert len(merged) == len(table) == len(raw)
+    assert np.allclose(merged["time"], merged["N"] * merged["mean"] * 1e-6, rtol=1e-12)
+    assert (merged["calls"] == merged["N"]).all()
+
+
+def test_collectives_missing_column(tmp_path: Path) -> None:
+    source = tmp_path / "c.csv"
+    source.write_text("mpi,variable,Ranks,mean\nIntelMPI,MPI_Bcast,4,1.0\n")
+    with pytest.raises(ApmtError, match="missing column 'N'"):
+        read_collectives([source])

@@ -1,0 +1,104 @@
+"""The Snakemake workflow: it passes the linter, plans every stage of the default study, and
+checks its config (defaults filled in, unsafe study names refused)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+STAGES = ("import_profiles", "fit_model", "evaluate_model", "predict")
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("snakemake") is None,
+    reason="snakemake is not installed (pip install -e '.[workflow]', or scripts/install.sh)")
+
+
+def snakemake(*args: str) -> subprocess.CompletedProcess:
+    """Run the Snakemake of this Python's environment in the repository."""
+    beside = Path(sys.executable).parent / "snakemake"
+    command = [str(beside)] if beside.is_file() else [sys.executable, "-m", "snakemake"]
+    return subprocess.run([*command, *args], cwd=REPOSITORY, capture_output=True, text=True,
+                          timeout=300)
+
+
+def dry_run(*args: str) -> subprocess.CompletedProcess:
+    """Plan every job, whatever results/ already holds."""
+    return snakemake("--dry-run", "--forceall", "--cores", "1", *args)
+
+
+def planned(output: str, rule: str) -> list[str]:
+    """The outputs of each planned job of one rule, as the dry run prints them."""
+    jobs = re.findall(rf"rule {rule}:\n(.*?)\n\n", output + "\n\n", flags=re.S)
+    return [m for job in jobs for m in re.findall(r"output: (.*)", job)]
+
+
+def test_lint_is_clean() -> None:
+    done = snakemake("--lint")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_dry_run_plans_every_stage_of_the_default_study() -> None:
+    done = dry_run()
+    assert done.returncode == 0, done.stderr
+    for rule in STAGES:
+        outputs = planned(done.stdout, rule)
+        assert len(outputs) == 1, f"{rule}: {outputs}\n{done.stdout}"
+        assert "results/relearn/" in outputs[0]
+    assert "--at p=1024,n=5000 --at p=2048,n=9000" in done.stdout
+    assert "--app-kernel 'main()'" in done.stdout
+
+
+def test_a_study_with_only_its_profiles_gets_the_defaults(tmp_path: Path) -> None:
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(yaml.safe_dump({"studies": {"minimal": {"import": {
+        "paths": ["data/relearn/relearn_data.txt"]}}}}))
+    done = dry_run("--configfile", str(extra))
+    assert done.returncode == 0, done.stderr
+    assert planned(done.stdout, "evaluate_model").count("results/minimal/evaluation.csv") == 1
+    assert not any("minimal" in out for out in planned(done.stdout, "predict"))
+    assert "--holdout p=max" in done.stdout and "--baselines analytic,amdahl" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["../outside", "/abs", ".hidden", "a b"])
+def test_a_study_name_that_would_leave_results_is_refused(tmp_path: Path, name: str) -> None:
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(yaml.safe_dump({"studies": {name: {"import": {
+        "paths": ["data/relearn/relearn_data.txt"]}}}}))
+    done = dry_run("--configfile", str(extra))
+    assert done.returncode != 0
+    assert "does not match" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def test_every_config_key_has_a_type_a_description_and_a_default() -> None:
+    schema = yaml.safe_load((REPOSITORY / "workflow/schemas/config.schema.yaml").read_text())
+
+    def check(node: dict, where: str) -> None:
+        required = set(node.get("required", ()))
+        for key, sub in node.get("properties", {}).items():
+            if "$ref" in sub:
+                continue
+            assert "type" in sub and "description" in sub, f"{where}.{key}"
+            assert "default" in sub or key in required, f"{where}.{key} has no default"
+            check(sub, f"{where}.{key}")
+
+    check(schema, "config")
+    for name, definition in schema["$defs"].items():
+        check(definition, name)
+
+
+def test_the_conda_environment_lists_the_package_dependencies() -> None:
+    project = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]
+    environment = (REPOSITORY / "workflow/envs/apmt.yaml").read_text()
+    listed = {re.split(r"[<>=!~ ]", line.strip(" -"))[0].removesuffix("-base")
+              for line in environment.splitlines() if line.strip().startswith("- ")}
+    for requirement in project["dependencies"]:
+        name = re.split(r"[<>=!~\[ ;]", requirement)[0]
+        assert name in listed, f"{name} is missing from workflow/envs/apmt.yaml"

@@ -1,0 +1,18 @@
+# Stage 1: the study's profiles, in the format they come in, become one tidy measurements
+# table (columns: apmt/tables.py); `apmt import` keeps its provenance next to it.
+
+
+rule import_profiles:
+    input:
+        profiles=import_paths,
+    output:
+        measurements="results/{study}/measurements.csv",
+        provenance="results/{study}/measurements.csv.provenance.json",
+    params:
+        format=import_format,
+    log:
+        "logs/{study}/import.log",
+    conda:
+        "../envs/apmt.yaml"
+    shell:
+        "apmt import {params.format} {input.profiles:q} -o {output.measurements} > {log} 2>&1"

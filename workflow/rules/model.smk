@@ -1,0 +1,25 @@
+# Stage 2: classify the kernels and fit every series the application model needs.
+
+
+rule fit_model:
+    input:
+        measurements="results/{study}/measurements.csv",
+        provenance="results/{study}/measurements.csv.provenance.json",
+    output:
+        model=report(
+            "results/{study}/model.json",
+            caption="../report/model.rst",
+            category="Models",
+            labels={"study": "{study}", "table": "model"},
+        ),
+    params:
+        params=param_options,
+        app_kernel=app_kernel_option,
+        threshold=config["threshold"],
+    log:
+        "logs/{study}/fit.log",
+    conda:
+        "../envs/apmt.yaml"
+    shell:
+        "apmt fit {input.measurements} {params.params} {params.app_kernel}"
+        " --threshold {params.threshold} -o {output.model} > {log} 2>&1"
