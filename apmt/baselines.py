@@ -4,6 +4,8 @@
   parameters over P; per-rank parameters enter as they are; 1/P without parameters);
 - amdahl: T = a/P + b * P^c + d (an Amdahl-type empirical model), c from a grid, the rest by
   least squares;
+- powerlaw: T = a * P^b * prod(param^c): least squares of log T on log P and the log
+  parameters, the naive floor that any automatic modeler must beat;
 - extrap: Extra-P's default modeler, run by apmt.extrap_peer in its own environment.
 """
 
@@ -52,4 +54,15 @@ def _amdahl_design(p: np.ndarray, exponent: float) -> np.ndarray:
     return np.column_stack([1.0 / p, p**exponent, np.ones_like(p)])
 
 
-BASELINES = {"analytic": analytic, "amdahl": amdahl}
+def powerlaw(train: dict[str, np.ndarray], y: np.ndarray, test: dict[str, np.ndarray],
+             params: list[str], per_rank_params: frozenset[str] = frozenset()) -> np.ndarray:
+    """Fit ln T = a + b ln P + sum c ln param and predict."""
+    def design(values: dict[str, np.ndarray]) -> np.ndarray:
+        varying = [name for name in ["p", *params] if np.ptp(train[name]) > 0]
+        return np.column_stack([np.ones_like(values["p"]),
+                                *(np.log(values[name]) for name in varying)])
+    coefficients = np.linalg.lstsq(design(train), np.log(y), rcond=None)[0]
+    return np.exp(design(test) @ coefficients)
+
+
+BASELINES = {"analytic": analytic, "amdahl": amdahl, "powerlaw": powerlaw}

@@ -39,7 +39,7 @@ from apmt.tables import (
 
 EXIT_ERROR = 2
 SIDECAR_SUFFIX = ".provenance.json"
-DEFAULT_BASELINES = "analytic,amdahl"
+DEFAULT_BASELINES = "analytic,amdahl,powerlaw"
 CLASS_ORDER = ("key", "non-scalable", "communication", "aggregated", "application")
 log = logging.getLogger("apmt")
 
@@ -151,6 +151,13 @@ def _add_params(sub: argparse.ArgumentParser) -> None:
 def _add_fit(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     sub = commands.add_parser("fit", parents=[common], help="measurements -> model.json")
     sub.add_argument("measurements", type=Path, metavar="MEASUREMENTS.csv")
+    _add_model_options(sub)
+    sub.add_argument("-o", "--output", type=Path, required=True, metavar="model.json")
+    sub.set_defaults(run=run_fit)
+
+
+def _add_model_options(sub: argparse.ArgumentParser) -> None:
+    """What shapes the model (Eq. 2): shared by fit and by evaluate's validation."""
     sub.add_argument("--comm", type=Path, metavar="COMM.csv", help="communication table")
     sub.add_argument("--machine", metavar="MACHINE", help="machine YAML file or shipped name")
     _add_params(sub)
@@ -158,8 +165,6 @@ def _add_fit(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     sub.add_argument("--threshold", type=_share, default=0.05,
                      help="share of the cost above which a kernel is key (default 0.05)")
     sub.add_argument("--scaling", choices=("strong", "weak"), default="strong")
-    sub.add_argument("-o", "--output", type=Path, required=True, metavar="model.json")
-    sub.set_defaults(run=run_fit)
 
 
 def _add_predict(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -177,10 +182,14 @@ def _add_evaluate(commands: argparse._SubParsersAction, common: argparse.Argumen
     sub = commands.add_parser("evaluate", parents=[common], help="errors on held-out runs")
     sub.add_argument("table", type=Path, metavar="MEASUREMENTS.csv")
     sub.add_argument("--holdout", default="p=max", help="points to hold out (default p=max)")
-    _add_params(sub)
+    _add_model_options(sub)
     sub.add_argument("--baselines", default=DEFAULT_BASELINES,
-                     help=f"comma-separated: analytic, amdahl, extrap (default "
+                     help=f"comma-separated: analytic, amdahl, powerlaw, extrap (default "
                           f"{DEFAULT_BASELINES}; extrap needs Extra-P)")
+    sub.add_argument("--tolerance", type=_share, default=0.1,
+                     help="application error above which the model needs refining (0.1)")
+    sub.add_argument("--validation", type=Path, metavar="validation.json",
+                     help="write the refinement decision and its numbers here")
     sub.add_argument("-o", "--output", type=Path, required=True, metavar="eval.csv")
     sub.set_defaults(run=run_evaluate)
 
@@ -266,25 +275,33 @@ def _check_readable_format(path: Path) -> None:
 
 def run_fit(args: argparse.Namespace) -> None:
     """Fit the model of a measurements table and save it with where it came from."""
-    from apmt.machine import load_machine
     from apmt.model import build_model, save_model
 
     if table_kind(args.measurements) == "communication":
         raise ApmtError(f"{args.measurements}: a communication table (op, calls, bytes, time); "
                         "give it with --comm beside a measurements table")
     table, params, per_rank = _read_with_params(args, args.measurements, "measurements")
+    comm, options = _model_inputs(args, params, per_rank)
+    model = build_model(table, params, source=str(args.measurements), comm=comm, **options)
+    model["provenance"] = _fit_provenance(args, table, params, options["machine"])
+    save_model(model, args.output)
+    log.info("wrote %s", args.output)
+    print(describe_model(model, args.output))
+
+
+def _model_inputs(args: argparse.Namespace, params: list[str],
+                  per_rank: frozenset[str]) -> tuple[pd.DataFrame | None, dict]:
+    """The communication table and build_model's options from the command line."""
+    from apmt.machine import load_machine
+
     comm = None
     if args.comm is not None:
         _check_readable_format(args.comm)
         comm = read_table(args.comm, "communication", params)
     machine = load_machine(args.machine) if args.machine else None
-    model = build_model(table, params, source=str(args.measurements), comm=comm,
-                        machine=machine, app_kernel=args.app_kernel, per_rank_params=per_rank,
-                        threshold=args.threshold, scaling=args.scaling)
-    model["provenance"] = _fit_provenance(args, table, params, machine)
-    save_model(model, args.output)
-    log.info("wrote %s", args.output)
-    print(describe_model(model, args.output))
+    return comm, {"machine": machine, "app_kernel": args.app_kernel,
+                  "per_rank_params": per_rank, "threshold": args.threshold,
+                  "scaling": args.scaling}
 
 
 def _read_with_params(args: argparse.Namespace, path: Path,
@@ -450,17 +467,29 @@ def describe_app_rows(table: pd.DataFrame, params: list[str]) -> str:
 # -------------------------------------------------------------------------------- evaluate
 
 def run_evaluate(args: argparse.Namespace) -> None:
-    """Hold out runs, fit on the rest with apmt and the baselines, and report the errors."""
-    from apmt.evaluate import evaluate, summary
+    """Hold out runs, fit on the rest with apmt and the baselines, and report the errors;
+    for measurements, also validate the assembled model and decide on refinement."""
+    from apmt.evaluate import evaluate, summary, validate
 
     _check_writable_format(args.output)
     kind = table_kind(args.table)
     table, params, per_rank = _read_with_params(args, args.table, kind)
     baselines = [name.strip() for name in args.baselines.split(",") if name.strip()]
     result = evaluate(table, kind, params, args.holdout, baselines, str(args.table), per_rank)
+    decision = None
+    if kind == "measurements":
+        comm, options = _model_inputs(args, params, per_rank)
+        rows, decision = validate(table, params, args.holdout, args.tolerance, str(args.table),
+                                  comm, **options)
+        result = pd.concat([result, rows], ignore_index=True)
     write_table(result, args.output)
+    if decision is not None and args.validation is not None:
+        write_text_atomic(json.dumps(decision, indent=1) + "\n", args.validation)
     log.info("wrote %s: %d rows", args.output, len(result))
-    print(format_summary(summary(result)))
+    print(format_summary(summary(result[result["kernel"] != APP_KERNEL])))
+    if decision is not None:
+        print(f"validation: {decision['reason']}; "
+              f"{'refine ' + decision['part'] if decision['refine'] else 'no refinement needed'}")
 
 
 def table_kind(path: Path) -> str:

@@ -22,7 +22,7 @@ from apmt.errors import ApmtError
 from apmt.fit_table import fit_all
 from apmt.series import point_values, points
 
-METHODS = ("apmt", "analytic", "amdahl", "extrap")
+METHODS = ("apmt", "analytic", "amdahl", "powerlaw", "extrap")
 KEYS = ["kernel", "metric"]
 
 
@@ -134,3 +134,82 @@ def summary(evaluation: pd.DataFrame) -> pd.DataFrame:
     coverage = inside[evaluation["lower"].notna()].groupby(evaluation["method"]).mean()
     table["coverage_90"] = coverage
     return table.reset_index()
+
+
+# -------------------------------------------------------------------------------- validation
+
+def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: float,
+             source: str, comm: pd.DataFrame | None = None, **model_options) -> tuple:
+    """Build the whole model (Eq. 2) without the held-out runs and compare it with them.
+
+    Returns the rows of the evaluation table for the application and its parts (kernel
+    ``<app>``, metrics time, computation_time, comm_time) and the refinement decision: the
+    model needs refining when the application's error exceeds ``tolerance`` at a held-out
+    point, and the part to refine is the one (computation or communication) whose error in
+    seconds is larger there.
+    """
+    from apmt.model import assemble, build_model
+    from apmt.tables import APP_KERNEL
+
+    holdout_points = parse_holdout(holdout, table)
+    train, test = split(table, holdout_points)
+    comm_train, comm_test = split(comm, holdout_points) if comm is not None else (None, None)
+    model = build_model(train, params, source=source, comm=comm_train, **model_options)
+    measured = _measured_parts(model, points(test, params), comm_test, params)
+    predicted = assemble(model, point_values(measured, params))
+    parts = {"time": predicted["time"],
+             "computation_time": tuple(predicted["comp_time"][i] + predicted["mem_time"][i]
+                                       + predicted["others_time"][i] for i in range(3)),
+             "comm_time": predicted["comm_time"]}
+    frames = []
+    for metric, (value, lower, upper) in parts.items():
+        measured[f"predicted_{metric}"] = value
+        frames.append(measured[["p", *params]].assign(
+            kernel=APP_KERNEL, metric=metric, method="apmt", measured=measured[metric],
+            predicted=value, lower=lower, upper=upper))
+    rows = pd.concat(frames, ignore_index=True).dropna(subset=["measured"])
+    rows["ape"] = 100 * np.abs(rows["predicted"] - rows["measured"]) / rows["measured"]
+    return rows.reset_index(drop=True), decide(measured, params, tolerance)
+
+
+def _measured_parts(model: dict, test: pd.DataFrame, comm_test: pd.DataFrame | None,
+                    params: list[str]) -> pd.DataFrame:
+    """Per held-out point: the measured application time and its computation and
+    communication parts, composed as the model composes them."""
+    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    time = test[test["metric"] == "time"]
+    run = ["p", *params]
+    if comm_test is not None:
+        comm_time = comm_points(comm_test, params).groupby(run)["time"].sum()
+    else:
+        mpi = time["kernel"].map(classes).eq("communication")
+        comm_time = time[mpi].groupby(run)["value"].sum()
+    computing = time["kernel"].map(classes).isin(["key", "non-scalable", "aggregated"])
+    computation = time[computing].groupby(run)["value"].sum()
+    if model["app_kernel"] is not None:
+        total = time[time["kernel"] == model["app_kernel"]].groupby(run)["value"].mean()
+    else:
+        total = computation.add(comm_time, fill_value=0.0)
+    frame = pd.DataFrame({"time": total, "computation_time": computation,
+                          "comm_time": comm_time}).reset_index()
+    return frame.dropna(subset=["time"])
+
+
+def decide(parts: pd.DataFrame, params: list[str], tolerance: float) -> dict:
+    """Whether to refine, and which part, with the numbers that decided it."""
+    errors = (parts["predicted_time"] - parts["time"]).abs() / parts["time"]
+    worst = parts.loc[errors.idxmax()]
+    error = float(errors.max())
+    gaps = {part: abs(float(worst[f"predicted_{metric}"]) - float(np.nan_to_num(worst[metric])))
+            for part, metric in (("computation", "computation_time"),
+                                 ("communication", "comm_time"))}
+    part = max(gaps, key=gaps.get)
+    point = {column: float(worst[column]) for column in ["p", *params]}
+    verdict = "exceeds" if error > tolerance else "is within"
+    return {
+        "tolerance": tolerance, "worst_point": point, "error": error,
+        "refine": bool(error > tolerance), "part": part if error > tolerance else None,
+        "gap_seconds": gaps,
+        "reason": (f"application error {error:.1%} at {point} {verdict} the tolerance "
+                   f"{tolerance:.0%}; the larger gap is in {part} ({gaps[part]:.3g} s)"),
+    }

@@ -8,12 +8,15 @@ size parameter the series is also tried as a function of the compute per rank ``
 ``c + a*f(P)*g(size)``, ``c + a*f(P) + b*g(size)`` or ``y = a * P^b * size^c``.
 
 Every hypothesis is linear in its coefficients once its exponents are fixed, so all of them are
-fitted at once with batched least squares on relative errors, and their leave-one-out errors
-come in closed form from the hat matrix. With 3 to 6 points the highest R^2 overfits, so the
-selection uses the leave-one-out error, weighted towards the largest P (the prediction is an
-extrapolation), and prefers fewer coefficients when the error is about the same. Every
-prediction gets a 90% interval from the leave-one-out error, the leverage of the target point,
-and the spread of the competing hypotheses.
+fitted at once with batched least squares on relative errors, and their cross-validation
+errors come in closed form from the hat matrix. With 3 to 6 points the highest R^2 overfits,
+so the selection uses out-of-sample error: leave-one-P-out folds (does the shape hold?) and
+forward folds (fit the smaller P, predict the next one: the user's question one step back),
+and the one-standard-error rule: among the hypotheses within one paired standard error of the
+best, the one with the fewest coefficients and the plainest shape wins. Shapes that turn
+negative or explode within 100x of the measured range are never chosen. Every prediction gets
+a 90% interval from the cross-validated error, the leverage of the target point, and the
+spread of the competing hypotheses.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from scipy import stats
 POWER_EXPONENTS = (-2, -3 / 2, -4 / 3, -1, -3 / 4, -2 / 3, -1 / 2, -1 / 3, -1 / 4, 0, 1 / 4,
                    1 / 3, 1 / 2, 2 / 3, 3 / 4, 1, 5 / 4, 4 / 3, 3 / 2, 5 / 3, 7 / 4, 2)
 LOG_EXPONENTS = (0, 1, 2)
-EXP_RATES = (-4.0, -2.0, -1.0, 1.0, 2.0)
+EXP_RATES = (-4.0, -2.0, -1.0)   # decaying only: a growing exponential in P explodes
 CAPPED_LOG_ERROR = 3.0
 INTERVAL_LEVEL = 0.90
+MAX_HALF_WIDTH = np.log(10.0)   # a factor of 10 either way: wider says nothing more
 ONE_SE = 1.0
+FORWARD_WEIGHT = 2.0
 MAX_LOG_EXPONENT = 3.0
 EXTRAPOLATION_FACTORS = (1.0, 2.0, 4.0, 16.0, 100.0)
 PER_RANK_SUFFIX = "/p"
@@ -192,7 +197,8 @@ class SeriesFit:
         for hypothesis, coefficients in self.alternatives:
             other = _evaluate(hypothesis, coefficients, values)
             spread = np.abs(np.log(np.maximum(other, 1e-300) / np.maximum(predicted, 1e-300)))
-            half_width = np.maximum(half_width, np.minimum(spread, CAPPED_LOG_ERROR * 3))
+            half_width = np.maximum(half_width, spread)
+        half_width = np.minimum(half_width, MAX_HALF_WIDTH)
         positive = np.maximum(predicted, np.finfo(float).tiny)
         return predicted, positive * np.exp(-half_width), positive * np.exp(half_width)
 
@@ -289,6 +295,30 @@ def designs(hypotheses: list[Hypothesis], values: dict[str, np.ndarray]) -> np.n
     return np.array([[ones, *(column(b) for b in h.bases)] for h in hypotheses]).transpose(0, 2, 1)
 
 
+@dataclass(frozen=True)
+class Fold:
+    """One cross-validation fold: fit without ``deleted``, score the error at ``scored``."""
+
+    deleted: np.ndarray
+    scored: np.ndarray
+    weight: float
+
+
+def folds_for(primary_values: np.ndarray) -> list[Fold]:
+    """Leave-one-out folds over the primary variable's values, and forward folds.
+
+    Leaving one value out (all its points) tests the shape; the last value counts double, as
+    users extrapolate. A forward fold fits the smaller values only and predicts the next one,
+    from the third value on: the same question as the user's, one step back.
+    """
+    levels = np.unique(primary_values)
+    at = [np.flatnonzero(primary_values == level) for level in levels]
+    folds = [Fold(rows, rows, 2.0 if i == len(at) - 1 else 1.0) for i, rows in enumerate(at)]
+    folds += [Fold(np.flatnonzero(primary_values >= levels[i]), at[i], FORWARD_WEIGHT)
+              for i in range(2, len(at))]
+    return folds
+
+
 @dataclass
 class _Batch:
     """Batched least-squares results of hypotheses sharing one form and coefficient count."""
@@ -296,37 +326,35 @@ class _Batch:
     hypotheses: list[Hypothesis]
     coefficients: np.ndarray      # (H, k)
     inverse_gram: np.ndarray      # (H, k, k)
-    loo_log_errors: np.ndarray    # (H, n): ln(leave-one-out prediction / observation)
+    fold_errors: np.ndarray       # (H, F): mean |ln(prediction / observation)| per fold
     fitted: np.ndarray            # (H, n)
     extended_design: np.ndarray   # (H, m, k): the designs where users will extrapolate
 
 
-def _leave_group_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
-                               residual: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
-    """Residuals of each group's points predicted by a fit without that group, in closed form.
+def _held_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
+                        residual: np.ndarray, fold: Fold) -> np.ndarray:
+    """Residuals at the scored points of a fit without the deleted points, in closed form.
 
-    For least squares, deleting rows G changes their residuals to (I - H_GG)^-1 r_G, with H the
-    hat matrix; a singular I - H_GG means the group cannot be predicted without itself.
+    For least squares, deleting rows D changes their residuals to (I - H_DD)^-1 r_D, with H
+    the hat matrix; a singular I - H_DD means D cannot be predicted without itself.
     """
-    if all(len(rows) == 1 for rows in groups):
-        leverage = np.einsum("hnk,hkl,hnl->hn", weighted, inverse_gram, weighted)
+    block = weighted[:, fold.deleted, :]                                    # (H, d, k)
+    if len(fold.deleted) == 1:
+        leverage = np.einsum("hik,hkl,hil->hi", block, inverse_gram, block)[:, 0]
         singular = leverage > 1.0 - 1e-9
-        return np.where(singular, np.inf, residual / np.where(singular, 1.0, 1.0 - leverage))
-    out = np.empty_like(residual)
-    for rows in groups:
-        block = weighted[:, rows, :]                                       # (H, g, k)
-        hat = np.einsum("hik,hkl,hjl->hij", block, inverse_gram, block)   # (H, g, g)
-        system = np.eye(len(rows))[None] - hat
-        singular = np.abs(np.linalg.det(system)) < 1e-9
-        system[singular] = np.eye(len(rows))
-        solved = np.linalg.solve(system, residual[:, rows, None])[..., 0]
-        solved[singular] = np.inf
-        out[:, rows] = solved
-    return out
+        result = residual[:, fold.deleted[0]] / np.where(singular, 1.0, 1.0 - leverage)
+        return np.where(singular, np.inf, result)[:, None]
+    hat = np.einsum("hik,hkl,hjl->hij", block, inverse_gram, block)        # (H, d, d)
+    system = np.eye(len(fold.deleted))[None] - hat
+    singular = np.abs(np.linalg.det(system)) < 1e-9
+    system[singular] = np.eye(len(fold.deleted))
+    solved = np.linalg.solve(system, residual[:, fold.deleted, None])[..., 0]
+    solved[singular] = np.inf
+    return solved[:, np.isin(fold.deleted, fold.scored)]
 
 
 def _fit_batch(hypotheses: list[Hypothesis], design: np.ndarray, extended: np.ndarray,
-               y: np.ndarray, groups: list[np.ndarray]) -> _Batch:
+               y: np.ndarray, folds: list[Fold]) -> _Batch:
     loglinear = hypotheses[0].form == "loglinear"
     if loglinear:
         weighted, target = design, np.broadcast_to(np.log(y), design.shape[:2])
@@ -338,23 +366,22 @@ def _fit_batch(hypotheses: list[Hypothesis], design: np.ndarray, extended: np.nd
         inverse_gram = np.linalg.pinv(gram)
         coefficients = np.einsum("hkl,hnl,hn->hk", inverse_gram, weighted, target)
         residual = target - np.einsum("hnk,hk->hn", weighted, coefficients)
-        loo_residual = _leave_group_out_residuals(weighted, inverse_gram, residual, groups)
-        if loglinear:
-            loo_log = -loo_residual
-            fitted = np.exp(np.log(y)[None, :] - residual)
-        else:
-            ratio = 1.0 - loo_residual                  # leave-one-out prediction / observation
-            loo_log = np.where(ratio > 0, np.log(np.abs(ratio)), np.inf)
-            fitted = y[None, :] * (1.0 - residual)
-    finite = np.isfinite(coefficients).all(axis=1)
-    loo_log[~finite] = np.inf
-    return _Batch(hypotheses, coefficients, inverse_gram, loo_log, fitted, extended)
+        errors = np.stack([_log_errors(_held_out_residuals(weighted, inverse_gram, residual,
+                                                           fold), loglinear).mean(axis=1)
+                           for fold in folds], axis=1)
+        fitted = np.exp(np.log(y) - residual) if loglinear else y * (1.0 - residual)
+    errors[~np.isfinite(coefficients).all(axis=1)] = CAPPED_LOG_ERROR
+    return _Batch(hypotheses, coefficients, inverse_gram, errors, fitted, extended)
 
 
-def fold_weights(p: np.ndarray) -> np.ndarray:
-    """Weights of the leave-one-out folds: the largest P counts most, since users extrapolate."""
-    ranks = stats.rankdata(p, method="dense")
-    return 1.0 + (ranks == ranks.max())
+def _log_errors(residual: np.ndarray, loglinear: bool) -> np.ndarray:
+    """|ln(prediction / observation)|, capped so that one wild fold cannot dominate."""
+    if loglinear:
+        log_error = np.abs(residual)
+    else:
+        ratio = 1.0 - residual          # prediction / observation for relative residuals
+        log_error = np.where(ratio > 0, np.abs(np.log(np.abs(ratio))), np.inf)
+    return np.minimum(np.nan_to_num(log_error, nan=np.inf), CAPPED_LOG_ERROR)
 
 
 def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
@@ -365,75 +392,66 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
     ``variables`` are the independent variables to try (the primary one first, then
     parameters and per-rank amounts such as ``size/p``); by default the keys of ``values``.
     ``primary`` is the variable users extrapolate in (P, or a size when P is fixed): the
-    cross-validation leaves out one of its values at a time. ``preferred`` marks shapes that
-    theory expects (Hockney's for communication): they win ties as the plainest would. Points
-    must be distinct; repetitions are averaged by the caller.
+    cross-validation folds are over its values. ``preferred`` marks shapes that theory expects
+    (Hockney's for communication): they win ties as the plainest would. Points must be
+    distinct; repetitions are averaged by the caller.
     """
     variables = variables or tuple(values)
     scales = tuple(float(np.max(variable_values(v, values))) for v in variables)
     hypotheses = candidate_hypotheses(variables, scales, len(y))
-    batches = _fit_all(hypotheses, values, y, primary)
-    weights = fold_weights(values[primary])
-    ranked = _rank(batches, values, weights, primary, preferred or (lambda _: False))
-    (b, i), *others = ranked
+    folds = folds_for(values[primary])
+    batches = [_fit_batch(group, design, extended, y, folds)
+               for group, design, extended in _design_groups(hypotheses, values, primary)]
+    weights = np.array([fold.weight for fold in folds])
+    (b, i), *others = _rank(batches, weights, preferred or (lambda _: False))
     alternatives = [(batches[ob].hypotheses[oi], batches[ob].coefficients[oi])
                     for ob, oi in others[:3]]
     return _summarise(batches[b], i, y, values, weights, alternatives, primary)
 
 
-def _rank(batches: list[_Batch], values: dict[str, np.ndarray], weights: np.ndarray,
-          primary: str, preferred: Callable[[Hypothesis], bool]) -> list[tuple[int, int]]:
+def _rank(batches: list[_Batch], weights: np.ndarray,
+          preferred: Callable[[Hypothesis], bool]) -> list[tuple[int, int]]:
     """The plausible hypotheses, best first: the one-standard-error rule of cross-validation.
 
-    Among hypotheses whose leave-one-P-out error is within one standard error of the lowest,
-    the one with the fewest coefficients and the plainest shape wins; a model that turns
-    negative or explodes where users will extrapolate is never plausible.
+    Among hypotheses whose cross-validated error is within one standard error (of the
+    paired, per-fold difference) of the lowest, the one with the fewest coefficients and the
+    plainest shape wins; a model that turns negative or explodes where users will
+    extrapolate is never plausible.
     """
-    groups = [values[primary] == v for v in np.unique(values[primary])]
-    group_weights = np.array([weights[g][0] for g in groups]) / len(groups)
     fold_errors, where = [], []
     for b, batch in enumerate(batches):
-        errors = np.minimum(np.abs(batch.loo_log_errors), CAPPED_LOG_ERROR)
         sane = np.flatnonzero(_sane(batch))
-        fold_errors.append(np.stack([errors[sane][:, g].mean(axis=1) for g in groups], axis=1))
+        fold_errors.append(batch.fold_errors[sane])
         where += [(b, i) for i in sane]
     if not where:
         raise NoPlausibleFit("every shape of the family turns negative or explodes within "
                              "100x the measured range")
-    folds = np.concatenate(fold_errors)
-    score = folds @ group_weights / group_weights.sum()
+    errors = np.concatenate(fold_errors)
+    share = weights / weights.sum()
+    score = errors @ share
     best = int(np.argmin(score))
-    difference = folds - folds[best]
-    paired_se = np.sqrt((difference - (score - score[best])[:, None]) ** 2 @ group_weights
-                        / group_weights.sum() / len(groups))
-    within_mask = score <= score[best] + ONE_SE * paired_se + 1e-9
-    within = [(score[j], 0.0, *where[j]) for j in np.flatnonzero(within_mask)]
-    rest = sorted((score[j], 0.0, *where[j]) for j in np.flatnonzero(~within_mask))
+    difference = errors - errors[best] - (score - score[best])[:, None]
+    paired_se = np.sqrt(difference**2 @ share / len(weights))
+    within = score <= score[best] + ONE_SE * paired_se + 1e-9
 
-    def plainness(candidate: tuple) -> tuple:
-        hypothesis = batches[candidate[2]].hypotheses[candidate[3]]
+    def plainness(j: int) -> tuple:
+        hypothesis = batches[where[j][0]].hypotheses[where[j][1]]
         return (not preferred(hypothesis), hypothesis.n_coefficients, hypothesis.complexity,
-                candidate[0])
+                score[j])
 
-    within.sort(key=plainness)
-    return [(c[2], c[3]) for c in within + rest[:3]]
+    order = sorted(np.flatnonzero(within), key=plainness)
+    order += sorted(np.flatnonzero(~within), key=lambda j: score[j])
+    return [where[j] for j in order]
 
 
 def _sane(batch: _Batch) -> np.ndarray:
     """Hypotheses that stay positive, and have sane exponents, up to 100x the training range."""
     with np.errstate(all="ignore"):
         linear = np.einsum("hnk,hk->hn", batch.extended_design, batch.coefficients)
-    ok = np.isfinite(batch.loo_log_errors).any(axis=1) & np.isfinite(linear).all(axis=1)
+    ok = (batch.fold_errors < CAPPED_LOG_ERROR).any(axis=1) & np.isfinite(linear).all(axis=1)
     if batch.hypotheses[0].form == "loglinear":
         return ok & (np.abs(batch.coefficients[:, 1:]) <= MAX_LOG_EXPONENT).all(axis=1)
     return ok & (linear > 0).all(axis=1)
-
-
-def _fit_all(hypotheses: tuple[Hypothesis, ...], values: dict[str, np.ndarray],
-             y: np.ndarray, primary: str) -> list[_Batch]:
-    folds = [np.flatnonzero(values[primary] == v) for v in np.unique(values[primary])]
-    return [_fit_batch(group, design, extended, y, folds)
-            for group, design, extended in _design_groups(hypotheses, values, primary)]
 
 
 _DESIGN_CACHE: dict[tuple, list] = {}
@@ -462,24 +480,24 @@ def _design_groups(hypotheses: tuple[Hypothesis, ...], values: dict[str, np.ndar
 
 def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.ndarray],
                weights: np.ndarray, alternatives: list, primary: str) -> SeriesFit:
-    """The chosen fit with its quality: R^2, adjusted R^2, leave-one-out error, and sigma.
+    """The chosen fit with its quality: R^2, adjusted R^2, cross-validated error, and sigma.
 
     The interval's degrees of freedom are those of the runs, not of the points: points at one
     P share that run's noise, so at most (distinct values of the primary variable - 1).
     """
     hypothesis = batch.hypotheses[index]
     k, n = hypothesis.n_coefficients, len(y)
-    loo = np.minimum(np.abs(batch.loo_log_errors[index]), CAPPED_LOG_ERROR)
+    errors = batch.fold_errors[index]
     fitted = batch.fitted[index]
     total = np.sum((y - y.mean()) ** 2)
     r2 = 1.0 - np.sum((y - fitted) ** 2) / total if total > 0 else 1.0
     adj_r2 = 1.0 - (1.0 - r2) * (n - 1) / (n - k) if n > k else float("nan")
-    sigma = float(np.sqrt(np.sum(weights * loo**2) / weights.sum()))
+    sigma = float(np.sqrt(np.sum(weights * errors**2) / weights.sum()))
     domain = {v: (float(np.min(values[v])), float(np.max(values[v]))) for v in values}
     return SeriesFit(
         hypothesis=hypothesis, coefficients=batch.coefficients[index],
         inverse_gram=batch.inverse_gram[index], sigma=sigma,
         dof=max(1, min(n - k, len(np.unique(values[primary])) - 1)), r2=float(r2),
-        adj_r2=float(adj_r2), loo_error=float(np.mean(np.expm1(loo))), n_points=n,
-        domain=domain, alternatives=alternatives,
+        adj_r2=float(adj_r2), loo_error=float(np.expm1(errors @ weights / weights.sum())),
+        n_points=n, domain=domain, alternatives=alternatives,
     )

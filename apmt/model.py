@@ -196,11 +196,10 @@ def assemble(model: dict, values: dict[str, np.ndarray],
              volume_ratio: float = 1.0) -> dict[str, tuple[np.ndarray, ...]]:
     """T_app and its parts at the points; each as (predicted, lower, upper).
 
-    The parts' intervals add up end to end (as if their errors moved together), the cautious
-    choice when the runs' noise is shared.
+    The kernels' fits err independently (each chose its own shape), so the distances from a
+    prediction to its interval's ends add in quadrature.
     """
-    n = len(values["p"])
-    parts = {part: [np.zeros(n)] * 3 for part in PARTS}
+    parts = {part: _Sum(len(values["p"])) for part in PARTS}
     classes = {k["kernel"]: k["class"] for k in model["kernels"]}
     for entry in model["series"]:
         kernel = entry["kernel"]
@@ -208,23 +207,38 @@ def assemble(model: dict, values: dict[str, np.ndarray],
         if kind == "application" or entry["metric"] != _kernel_metric(model, kernel):
             continue
         if kind == "communication":
-            _add(parts, "comm_time", entry["fit"].predict(values))
+            parts["comm_time"].add(entry["fit"].predict(values))
         elif kernel == OTHERS:
-            _add(parts, "others_time", entry["fit"].predict(values))
+            parts["others_time"].add(entry["fit"].predict(values))
         else:
             for part, bounds in _kernel_time(model, kernel, values).items():
-                _add(parts, part, bounds)
+                parts[part].add(bounds)
     for operation in model["communication"]:
         bounds = predict_operation(operation, values, volume_ratio)
-        _add(parts, "comm_time", tuple(b * model["bf_comm"] for b in bounds))
-    total = tuple(sum(parts[part][i] for part in PARTS) for i in range(3))
+        parts["comm_time"].add(tuple(b * model["bf_comm"] for b in bounds))
+    total = _Sum(len(values["p"]))
+    for part in parts.values():
+        total.add(part.bounds())
+    app = total.bounds()
     if model["app_kernel"] not in (None, APP_KERNEL):
-        total = _fit_of(model, model["app_kernel"], TIME_METRIC).predict(values)
-    return {TIME_METRIC: total, **{part: tuple(parts[part]) for part in PARTS}}
+        app = _fit_of(model, model["app_kernel"], TIME_METRIC).predict(values)
+    return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
 
 
-def _add(parts: dict, part: str, bounds: tuple[np.ndarray, ...]) -> None:
-    parts[part] = [parts[part][i] + bounds[i] for i in range(3)]
+class _Sum:
+    """A sum of predictions whose interval ends add in quadrature."""
+
+    def __init__(self, n: int) -> None:
+        self.value, self.below, self.above = np.zeros(n), np.zeros(n), np.zeros(n)
+
+    def add(self, bounds: tuple[np.ndarray, ...]) -> None:
+        predicted, lower, upper = bounds
+        self.value = self.value + predicted
+        self.below = self.below + (predicted - lower) ** 2
+        self.above = self.above + (upper - predicted) ** 2
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.value, self.value - np.sqrt(self.below), self.value + np.sqrt(self.above)
 
 
 def _kernel_metric(model: dict, kernel: str) -> str:

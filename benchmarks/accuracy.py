@@ -19,20 +19,20 @@ from apmt.ingest import import_profiles
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SETS = {
-    # name: (format, files under the data folder, parameters)
-    "relearn": ("extrap-text", ["relearn/relearn_data.txt"], ["n"]),
-    "lulesh_caliper_opal": ("caliper", ["lulesh_caliper_opal/*.cali"], []),
-    "mpi_collectives": ("collectives", ["mpi_collectives/mpi_data.csv"], []),
+    # name: (format, files under the data folder, parameters, per-rank parameters)
+    "relearn": ("extrap-text", ["relearn/relearn_data.txt"], ["n"], {"n"}),
+    "lulesh_caliper_opal": ("caliper", ["lulesh_caliper_opal/*.cali"], [], set()),
+    "mpi_collectives": ("collectives", ["mpi_collectives/mpi_data.csv"], [], set()),
 }
 
 
 def run(data: Path, baselines: list[str]) -> pd.DataFrame:
     rows = []
-    for name, (fmt, patterns, params) in SETS.items():
+    for name, (fmt, patterns, params, per_rank) in SETS.items():
         files = sorted(f for pattern in patterns for f in data.glob(pattern))
         table, kind = import_profiles(fmt, files)
         started = time.perf_counter()
-        evaluation = evaluate(table, kind, params, "p=max", baselines, name)
+        evaluation = evaluate(table, kind, params, "p=max", baselines, name, frozenset(per_rank))
         seconds = time.perf_counter() - started
         result = summary(evaluation).assign(set=name, seconds=round(seconds, 1))
         rows.append(result)
@@ -42,7 +42,7 @@ def run(data: Path, baselines: list[str]) -> pd.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=REPOSITORY.parent / "shared" / "data")
-    parser.add_argument("--baselines", default="analytic,amdahl,extrap")
+    parser.add_argument("--baselines", default="analytic,amdahl,powerlaw,extrap")
     parser.add_argument("-o", "--output", type=Path)
     args = parser.parse_args()
     result = run(args.data, args.baselines.split(","))

@@ -103,17 +103,26 @@ def test_predicted_application_time_is_near_the_measurement(relearn: SimpleNames
 
 def test_evaluate_compares_apmt_with_the_baselines(relearn: SimpleNamespace, cli) -> None:
     output = relearn.work / "eval.csv"
+    validation = relearn.work / "validation.json"
     run = cli("evaluate", relearn.table, "--holdout", "p=max", "--param", "n",
-              "--per-rank-param", "n", "-o", output)
+              "--per-rank-param", "n", "--app-kernel", "main()", "--validation", validation,
+              "-o", output)
     assert run.code == 0, run.err
     evaluation = pd.read_csv(output)
-    assert set(evaluation["method"]) == {"apmt", "analytic", "amdahl"}
+    series = evaluation[evaluation["kernel"] != APP_KERNEL]
+    assert set(series["method"]) == {"apmt", "analytic", "amdahl", "powerlaw"}
     assert set(evaluation["p"]) == {512}
     assert evaluation["ape"].notna().all()
-    assert evaluation.groupby("method").size().nunique() == 1
+    assert series.groupby("method").size().nunique() == 1
+    app = evaluation[(evaluation["kernel"] == APP_KERNEL) & (evaluation["metric"] == "time")]
+    assert len(app) == 5 and (app["ape"] < 30).all()
     assert run.out.splitlines()[0].split()[:3] == ["method", "points", "median_ape"]
-    assert [line.split()[0] for line in run.out.splitlines()[1:]] == ["apmt", "analytic",
-                                                                       "amdahl"]
+    assert [line.split()[0] for line in run.out.splitlines()[1:5]] == [
+        "apmt", "analytic", "amdahl", "powerlaw"]
+    decision = json.loads(validation.read_text())
+    assert decision["refine"] == (decision["error"] > 0.1)
+    assert decision["error"] == pytest.approx(app["ape"].max() / 100)
+    assert run.out.splitlines()[-1].startswith("validation: application error ")
 
 
 def test_exit_codes_through_a_real_process(relearn: SimpleNamespace) -> None:
@@ -169,8 +178,8 @@ def test_collectives_evaluate_as_a_communication_table(shared_data: Path, tmp_pa
     assert set(evaluation["metric"]) == {"time_per_call"}
     assert "MPI_Allreduce/OpenMPI" in set(evaluation["kernel"])
     assert evaluation["kernel"].nunique() == 14
-    assert evaluation.groupby("method").size().to_dict() == {"amdahl": 14, "analytic": 14,
-                                                              "apmt": 14}
+    assert evaluation.groupby("method").size().to_dict() == {
+        "amdahl": 14, "analytic": 14, "apmt": 14, "powerlaw": 14}
     run = cli("fit", table, "-o", tmp_path / "model.json")
     assert run.code == 2 and "give it with --comm" in run.err
 
