@@ -181,7 +181,25 @@ def predict(model: dict, targets: pd.DataFrame, volume_ratio: float = 1.0) -> pd
         frames.append(_rows(targets, params, entry["kernel"], metric, predicted, lower, upper))
     for part, (predicted, lower, upper) in assemble(model, values, volume_ratio).items():
         frames.append(_rows(targets, params, APP_KERNEL, part, predicted, lower, upper))
+    frames += _memory_rows(model, targets, values)
     return pd.concat(frames, ignore_index=True)
+
+
+def _memory_rows(model: dict, targets: pd.DataFrame, values: dict) -> list[pd.DataFrame]:
+    """Per counter-mode kernel: T_mem (Eq. 3) and BF_mem, the share of it not overlapped."""
+    if model["mode"] != "counters":
+        return []
+    frames = []
+    nan = np.full(len(values["p"]), np.nan)
+    for kernel in model["cpi"]:
+        total = memory_time(model, kernel, values)
+        stalls = _fit_of(model, kernel, "stall_cycles")
+        if total is None or stalls is None:
+            continue
+        blocking = stalls.predict(values)[0] / hertz(model["machine"]) / total
+        for metric, value in (("mem_total_time", total), ("bf_mem", blocking)):
+            frames.append(_rows(targets, model["params"], kernel, metric, value, nan, nan))
+    return frames
 
 
 def _rows(targets: pd.DataFrame, params: list[str], kernel: str, metric: str,

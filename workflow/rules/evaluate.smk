@@ -1,5 +1,6 @@
 # Stage 3: hold out runs (the largest P by default), fit on the rest with apmt and with each
-# baseline, and record every method's error at the held-out points.
+# baseline, record every method's error at the held-out points, and validate the assembled
+# model: does its application time stay within the tolerance, else which part to refine.
 
 
 rule evaluate_model:
@@ -12,14 +13,18 @@ rule evaluate_model:
             category="Accuracy",
             labels={"study": "{study}", "table": "evaluation"},
         ),
+        validation="results/{study}/validation.json",
     params:
         holdout=holdout,
         params=param_options,
+        app_kernel=app_kernel_option,
         baselines=baselines,
+        tolerance=config["tolerance"],
     log:
         "logs/{study}/evaluate.log",
     conda:
         "../envs/apmt.yaml"
     shell:
         "apmt evaluate {input.measurements} --holdout {params.holdout:q} {params.params}"
-        " --baselines {params.baselines:q} -o {output.evaluation} > {log} 2>&1"
+        " {params.app_kernel} --baselines {params.baselines:q} --tolerance {params.tolerance}"
+        " --validation {output.validation} -o {output.evaluation} > {log} 2>&1"
