@@ -37,7 +37,8 @@ def dry_run(*args: str) -> subprocess.CompletedProcess:
 def planned(output: str, rule: str) -> list[str]:
     """The outputs of each planned job of one rule, as the dry run prints them."""
     jobs = re.findall(rf"rule {rule}:\n(.*?)\n\n", output + "\n\n", flags=re.S)
-    return [m for job in jobs for m in re.findall(r"output: (.*)", job)]
+    outputs = [m for job in jobs for m in re.findall(r"output: (.*)", job)]
+    return [path for line in outputs for path in line.split(", ")]
 
 
 def test_lint_is_clean() -> None:
