@@ -25,12 +25,17 @@ P2P = re.compile(r"(Send|Recv|Sendrecv|Isend|Irecv|Issend|Ibsend|Irsend|Bsend|Rs
                  r"Put|Get|Accumulate)(_replace|_init)?$", re.IGNORECASE)
 NO_VOLUME = re.compile(r"(Wait|Test|Probe|Iprobe|Barrier|Win_|Comm_|Init|Finalize)",
                        re.IGNORECASE)
+MPI_PREFIX = re.compile(r"^p?mpi_", re.IGNORECASE)
 COMM_KEYS = ("op", "library")
 
 
 def kind_of(op: str) -> str:
-    """``p2p`` for point-to-point transfers and their completions, else ``collective``."""
-    name = op.removeprefix("MPI_").removeprefix("PMPI_").removeprefix("mpi_")
+    """``p2p`` for point-to-point transfers and their completions, else ``collective``.
+
+    C, PMPI and Fortran spellings alike: Fortran symbols are lower case and may end in
+    underscores (``mpi_send_``, ``pmpi_wait__``), which would hide the name's ending.
+    """
+    name = MPI_PREFIX.sub("", op).rstrip("_")
     if P2P.search(name) or re.match(r"(Wait|Test)", name, re.IGNORECASE):
         return "p2p"
     return "collective"
@@ -69,13 +74,25 @@ def fit_operation(key: tuple, rows: pd.DataFrame, params: list[str], source: str
     target = rows["time"] if kind == "p2p" else rows["time"] / rows["calls"]
     values = dict(base)
     variables = ["p", *varying]
+    unit = 1.0
     if has_volume and rows[volume].nunique() > 1:
-        values["s"] = rows[volume].to_numpy(float)
+        unit = volume_unit(rows[volume].to_numpy(float))
+        values["s"] = rows[volume].to_numpy(float) / unit
         variables.append("s")
     fits["time"] = fit_series(values, target.to_numpy(float), tuple(variables),
                               preferred=_hockney_shape)
     return {"op": op, "key": list(key), "kind": kind, "volume": volume if has_volume else None,
-            "uses_volume": "s" in values, "fits": fits}
+            "uses_volume": "s" in values, "volume_unit": unit, "fits": fits}
+
+
+def volume_unit(volume: np.ndarray) -> float:
+    """The power of ten nearest the largest volume, the unit of s in the time fit.
+
+    In bytes (1e6 and more) s makes the least squares ill-conditioned; the round-off then
+    exceeds the cross-validation's tie margin, and a shape that only follows s's trend in P
+    (``p * s^-1``, which falls as the volume grows) beats Hockney's ``a*s + b``.
+    """
+    return float(10.0 ** np.round(np.log10(np.max(volume))))
 
 
 def _hockney_shape(hypothesis: Hypothesis) -> bool:
@@ -99,7 +116,8 @@ def predict_operation(operation: dict, values: dict[str, np.ndarray],
     fits = operation["fits"]
     inputs = dict(values)
     if operation["uses_volume"]:
-        inputs["s"] = fits["volume"].predict(values)[0] * volume_ratio
+        unit = operation.get("volume_unit", 1.0)   # model files before the unit: bytes
+        inputs["s"] = fits["volume"].predict(values)[0] * volume_ratio / unit
     time, low, high = fits["time"].predict(inputs)
     if operation["kind"] == "p2p":
         return time, low, high
@@ -109,10 +127,14 @@ def predict_operation(operation: dict, values: dict[str, np.ndarray],
 
 def describe(operation: dict) -> str:
     """The fitted time model as a formula, for reports."""
-    function = operation["fits"]["time"].function
+    fit = operation["fits"]["time"]
+    function = fit.function
     per = "" if operation["kind"] == "p2p" else "per call "
     name = "/".join(str(part) for part in operation["key"])  # with the library, if several
-    return f"{name} ({operation['kind']}): time {per}= {function}"
+    uses_s = any(term.variable == "s" for basis in fit.hypothesis.bases for term in basis)
+    unit = operation.get("volume_unit", 1.0)
+    in_units = f" (s in units of {unit:g} bytes)" if uses_s else ""
+    return f"{name} ({operation['kind']}): time {per}= {function}{in_units}"
 
 
 def operation_to_dict(operation: dict) -> dict:

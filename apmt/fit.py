@@ -40,6 +40,7 @@ INTERVAL_LEVEL = 0.90
 MAX_HALF_WIDTH = np.log(10.0)   # a factor of 10 either way: wider says nothing more
 ONE_SE = 1.0
 FORWARD_WEIGHT = 2.0
+PAIR_TERMS = 8          # best terms per variable that multi-parameter hypotheses combine
 MAX_LOG_EXPONENT = 3.0
 EXTRAPOLATION_FACTORS = (1.0, 2.0, 4.0, 16.0, 100.0)
 PER_RANK_SUFFIX = "/p"
@@ -247,33 +248,39 @@ def _exp_terms(variable: str, scale: float) -> list[Term]:
 @lru_cache(maxsize=64)
 def candidate_hypotheses(variables: tuple[str, ...], scales: tuple[float, ...],
                          n_points: int) -> tuple[Hypothesis, ...]:
-    """All hypotheses that can be fitted and cross-validated with ``n_points`` points.
+    """The hypotheses of one variable at a time that ``n_points`` points can cross-validate.
 
-    ``variables`` are the independent variables (``p`` first); ``scales`` their largest
+    ``variables`` are the independent variables (the primary first); ``scales`` their largest
     training values, which fix the exponential's rate. A hypothesis needs at least one point
-    more than it has coefficients, or its leave-one-out error is undefined.
+    more than it has coefficients. Products and sums of two variables come second, from the
+    best terms of each (see ``pair_hypotheses``), as in Extra-P's multi-parameter modeler.
     """
     found: list[Hypothesis] = [Hypothesis("linear", ())]
-    singles: dict[str, list[Term]] = {}
     for variable, scale in zip(variables, scales, strict=True):
-        singles[variable] = _power_terms(variable) + _exp_terms(variable, scale)
-        found += [Hypothesis("linear", ((term,),)) for term in singles[variable]]
+        terms = _power_terms(variable) + _exp_terms(variable, scale)
+        found += [Hypothesis("linear", ((term,),)) for term in terms]
         found.append(Hypothesis("loglinear", ((Term(variable, "ln"),),)))
         found.append(Hypothesis("loglinear", ((Term(variable, "ln"),),
                                               (Term(variable, "lnlog"),))))
     for variable in variables[1:]:
         if not variable.endswith(PER_RANK_SUFFIX):
-            found += _pair_hypotheses((variables[0], variable), singles)
+            found.append(Hypothesis("loglinear", ((Term(variables[0], "ln"),),
+                                                  (Term(variable, "ln"),))))
     return tuple(h for h in found if h.n_coefficients < n_points)
 
 
-def _pair_hypotheses(pair: tuple[str, ...], singles: dict[str, list[Term]]) -> list[Hypothesis]:
-    first, second = ([t for t in singles[v] if t.kind == "power"] for v in pair)
-    found = [Hypothesis("loglinear", ((Term(pair[0], "ln"),), (Term(pair[1], "ln"),)))]
-    for a, b in itertools.product(first, second):
-        found.append(Hypothesis("linear", ((a, b),)))
-        found.append(Hypothesis("linear", ((a,), (b,))))
-    return found
+def pair_hypotheses(best_terms: dict[str, list[Term]], primary: str,
+                    n_points: int) -> list[Hypothesis]:
+    """c + a*f*g and c + a*f + b*g for the best single terms f of the primary variable and g
+    of each other (total-size or per-rank) parameter."""
+    found = []
+    for variable, terms in best_terms.items():
+        if variable == primary or variable.endswith(PER_RANK_SUFFIX):
+            continue
+        for a, b in itertools.product(best_terms[primary], terms):
+            found.append(Hypothesis("linear", ((a, b),)))
+            found.append(Hypothesis("linear", ((a,), (b,))))
+    return [h for h in found if h.n_coefficients < n_points]
 
 
 # ------------------------------------------------------------------------------------- fitting
@@ -403,10 +410,45 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
     batches = [_fit_batch(group, design, extended, y, folds)
                for group, design, extended in _design_groups(hypotheses, values, primary)]
     weights = np.array([fold.weight for fold in folds])
+    if len(variables) > 1 and primary in variables:
+        pairs = pair_hypotheses(_best_terms(values, y, variables), primary, len(y))
+        batches += [_fit_batch(group, design, extended, y, folds) for group, design, extended
+                    in _design_groups(tuple(pairs), values, primary) if group]
     (b, i), *others = _rank(batches, weights, preferred or (lambda _: False))
     alternatives = [(batches[ob].hypotheses[oi], batches[ob].coefficients[oi])
                     for ob, oi in others[:3]]
     return _summarise(batches[b], i, y, values, weights, alternatives, primary)
+
+
+def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
+                variables: tuple[str, ...]) -> dict[str, list[Term]]:
+    """Per plain variable, the power terms that describe it best where the others are fixed.
+
+    As Extra-P's multi-parameter modeler does, each variable is modelled on the slices of
+    the data in which every other variable is constant, and its terms are ranked by their
+    cross-validated error summed over the slices.
+    """
+    plain = [v for v in variables if not v.endswith(PER_RANK_SUFFIX)]
+    best = {}
+    for variable in plain:
+        others = [v for v in plain if v != variable]
+        keys = np.unique(np.column_stack([values[v] for v in others]), axis=0,
+                         return_inverse=True)[1]
+        hypotheses = [Hypothesis("linear", ((term,),)) for term in _power_terms(variable)]
+        total = np.zeros(len(hypotheses))
+        for key in np.unique(keys):
+            rows = np.flatnonzero(keys.ravel() == key)
+            if len(np.unique(values[variable][rows])) < 3:
+                continue
+            part = {k: v[rows] for k, v in values.items()}
+            folds = folds_for(part[variable])
+            batch = _fit_batch(hypotheses, designs(hypotheses, part), designs(hypotheses, part),
+                               y[rows], folds)
+            weights = np.array([fold.weight for fold in folds])
+            total += batch.fold_errors @ weights / weights.sum()
+        order = np.argsort(total, kind="stable")[:PAIR_TERMS]
+        best[variable] = [hypotheses[i].bases[0][0] for i in order]
+    return best
 
 
 def _rank(batches: list[_Batch], weights: np.ndarray,
