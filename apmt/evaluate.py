@@ -5,8 +5,7 @@ the rest with every method, and records each held-out point's absolute percentag
 communication table the series are the operations' time per call (their time per rank when
 the volume per call is not known).
 
-Output table ``evaluation``: kernel, metric, p, <params>, method, measured, predicted,
-lower, upper (apmt's 90% interval; NaN for the others), ape (percent).
+The output is the ``evaluation`` table documented in apmt.tables.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ else ``time``), a function is
   now, it may become a hotspot at scale;
 - ``aggregated`` otherwise: summed into one kernel, ``<others>``.
 
-Output table ``kernels``: kernel, class, reason, max_share, slope.
+The output is the ``kernels`` table documented in apmt.tables.
 """
 
 from __future__ import annotations

@@ -20,10 +20,24 @@ communication: one row per MPI operation and run (and rank, and peer when known)
     library  str    optional: MPI library, when a file mixes several
     rep, rank, peer int  optional
 
+measurements may hold a kernel ``<app>``: the measured application (wall) time per rank.
+
+kernels (model.json "kernels"): one row per kernel, from apmt.kernels.classify.
+    kernel, class (key, non-scalable, communication, aggregated, application), reason (the
+    numbers that decided it), max_share (largest share of the cost in a run), slope (b of
+    cost ~ P^b)
+
 predictions: one row per fitted series and requested point.
     kernel, metric, <params>, predicted, lower, upper  (lower/upper: 90% prediction interval);
-    kernel ``<app>`` holds the assembled application time (metric ``time``) and its parts; the
-    fit of a measured ``<app>`` kernel, if any, comes beside them as metric ``fitted_time``.
+    kernel ``<app>`` holds the assembled application time (metric ``time``) and its parts
+    (``comp_time``, ``mem_time``, ``comm_time``, ``others_time``, seconds per rank); the fit
+    of a measured ``<app>`` kernel, if any, comes beside them as metric ``fitted_time``. In
+    counter mode each kernel also has ``mem_total_time`` (T_mem, Eq. 3) and ``bf_mem``.
+
+evaluation: one row per held-out point, series and method (apmt.evaluate).
+    kernel, metric, p, <params>, method (apmt, analytic, amdahl, powerlaw, extrap), measured,
+    predicted, lower, upper (apmt's 90% interval, NaN for the others), ape (percent). Rows of
+    kernel ``<app>`` (metrics time, computation_time, comm_time) validate the assembled model.
 """
 
 from __future__ import annotations

@@ -18,11 +18,8 @@ P_VALUES = [27, 64, 125, 216, 343]
 
 
 @pytest.fixture(scope="module")
-def data() -> Path:
-    folder = Path(__file__).resolve().parents[2] / "shared" / "data"
-    if not folder.is_dir():
-        pytest.skip(f"shared data folder {folder} not present")
-    return folder
+def data(shared_data: Path) -> Path:
+    return shared_data
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,8 @@ from apmt.tables import check_table
 
 
 @pytest.fixture(scope="module")
-def data() -> Path:
-    folder = Path(__file__).resolve().parents[2] / "shared" / "data"
-    if not folder.is_dir():
-        pytest.skip(f"shared data folder {folder} not present")
-    return folder
+def data(shared_data: Path) -> Path:
+    return shared_data
 
 
 def checked(table: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,281 @@
+"""The application model (paper 000, Eq. 2): time mode on real profiles, counter mode and
+BF_comm on tables with a known answer, and validation on a held-out P."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from apmt.comm import predict_operation
+from apmt.evaluate import validate
+from apmt.ingest import import_profiles
+from apmt.kernels import OTHERS
+from apmt.machine import hertz, load_machine
+from apmt.model import PARTS, assemble, build_model, load_model, predict, save_model
+from apmt.series import points
+from apmt.tables import APP_KERNEL, check_table
+
+MACHINE = "haswell-e5-2698v3"
+
+
+def app_rows(table: pd.DataFrame) -> pd.Series:
+    """The assembled ``<app>`` rows of a predictions table at one point, by metric."""
+    return table[table["kernel"] == APP_KERNEL].set_index("metric")["predicted"]
+
+
+def kernel_row(table: pd.DataFrame, kernel: str, metric: str) -> float:
+    [value] = table.loc[(table["kernel"] == kernel) & (table["metric"] == metric), "predicted"]
+    return float(value)
+
+
+# ------------------------------------------------------------------ time mode: RELeARN, LULESH
+
+@pytest.fixture(scope="module")
+def relearn(shared_data: Path) -> pd.DataFrame:
+    table, _ = import_profiles("extrap-text", [shared_data / "relearn" / "relearn_data.txt"])
+    return table
+
+
+@pytest.fixture(scope="module")
+def relearn_model(relearn: pd.DataFrame) -> dict:
+    """Built on P < 512 only, so P = 512 is an extrapolation."""
+    return build_model(relearn[relearn["p"] < 512], ["n"], source="relearn",
+                       app_kernel="main()", per_rank_params=frozenset({"n"}))
+
+
+def test_relearn_time_mode(relearn_model: dict) -> None:
+    assert relearn_model["mode"] == "time"
+    assert relearn_model["cpi"] == {}
+    assert any("time-only" in note for note in relearn_model["notes"])
+    assert any("main()" in note for note in relearn_model["notes"])
+    assert relearn_model["bf_comm"] == 1.0
+
+
+def test_relearn_prediction_at_512(relearn: pd.DataFrame, relearn_model: dict) -> None:
+    table = predict(relearn_model, pd.DataFrame({"p": [512], "n": [5000.0]}))
+    app = app_rows(table)
+    assert set(app.index) == {"time", *PARTS}
+    assert app["time"] == pytest.approx(kernel_row(table, "main()", "time"))
+    series = points(relearn, ["n"])
+    [measured] = series.loc[(series["kernel"] == "main()") & (series["p"] == 512)
+                            & (series["n"] == 5000), "value"]
+    assert app["time"] == pytest.approx(measured, rel=0.25)
+    assert app["comp_time"] > 0 and app["mem_time"] == 0
+    rows = table[table["kernel"] == APP_KERNEL]
+    assert (rows["lower"] <= rows["predicted"]).all() and (rows["predicted"] <= rows["upper"]).all()
+
+
+def test_model_file_round_trip(relearn_model: dict, tmp_path: Path) -> None:
+    targets = pd.DataFrame({"p": [512, 1024, 4096], "n": [5000.0, 9000.0, 20000.0]})
+    save_model(relearn_model, tmp_path / "model.json")
+    again = load_model(tmp_path / "model.json")
+    pd.testing.assert_frame_equal(predict(again, targets), predict(relearn_model, targets),
+                                  check_exact=True)
+    assert again["mode"] == relearn_model["mode"] and again["notes"] == relearn_model["notes"]
+
+
+@pytest.fixture(scope="module")
+def lulesh(shared_data: Path) -> pd.DataFrame:
+    files = sorted((shared_data / "lulesh_caliper_opal").glob("*.cali"))
+    table, _ = import_profiles("caliper", files)
+    return table
+
+
+def test_lulesh_parts_add_up(lulesh: pd.DataFrame) -> None:
+    """Without an application kernel T_app is the sum of its parts, and T_comm is the sum of
+    the MPI calls' fits (no communication table)."""
+    model = build_model(lulesh, [], source="lulesh", scaling="weak")
+    assert model["app_kernel"] is None and model["mode"] == "time"
+    values = {"p": np.array([343.0])}
+    parts = {name: bounds[0][0] for name, bounds in assemble(model, values).items()}
+    assert parts["time"] == pytest.approx(sum(parts[p] for p in PARTS), rel=1e-9)
+    assert parts["mem_time"] == 0 and parts["others_time"] > 0
+
+    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    fits = {e["kernel"]: e["fit"] for e in model["series"] if e["metric"] == "time"}
+
+    def fitted(kinds: tuple[str, ...]) -> float:
+        return sum(float(fit.predict(values)[0][0]) for kernel, fit in fits.items()
+                   if classes.get(kernel) in kinds)
+
+    mpi = [k for k, c in classes.items() if c == "communication"]
+    assert len(mpi) >= 13 and all(k.rsplit("/", 1)[-1].startswith("MPI_") for k in mpi)
+    assert parts["comm_time"] == pytest.approx(fitted(("communication",)), rel=1e-12)
+    assert parts["comp_time"] == pytest.approx(fitted(("key", "non-scalable")), rel=1e-12)
+    assert parts["others_time"] == pytest.approx(float(fits[OTHERS].predict(values)[0][0]),
+                                                 rel=1e-12)
+
+
+def test_lulesh_validation_decision(lulesh: pd.DataFrame) -> None:
+    rows, decision = validate(lulesh, [], "p=max", 0.05, "lulesh", scaling="weak")
+    assert set(rows["metric"]) == {"time", "computation_time", "comm_time"}
+    assert set(rows["p"]) == {343} and set(rows["kernel"]) == {APP_KERNEL}
+    by_metric = rows.set_index("metric")
+    # the measured application time is all the kernels' time at P = 343
+    series = points(lulesh, [])
+    assert by_metric.loc["time", "measured"] == pytest.approx(
+        series.loc[series["p"] == 343, "value"].sum(), rel=1e-9)
+    error = abs(by_metric.loc["time", "predicted"] / by_metric.loc["time", "measured"] - 1)
+    assert decision["error"] == pytest.approx(error, rel=1e-9)
+    assert decision["refine"] == (error > 0.05)
+    gaps = {part: abs(by_metric.loc[metric, "predicted"] - by_metric.loc[metric, "measured"])
+            for part, metric in (("computation", "computation_time"),
+                                 ("communication", "comm_time"))}
+    assert decision["gap_seconds"] == pytest.approx(gaps, rel=1e-9)
+    if decision["refine"]:
+        assert decision["part"] == max(gaps, key=gaps.get)
+    else:
+        assert decision["part"] is None
+    assert decision["worst_point"] == {"p": 343.0}
+
+    _, loose = validate(lulesh, [], "p=max", 2 * error + 0.01, "lulesh", scaling="weak")
+    assert loose["refine"] is False and loose["part"] is None
+    _, strict = validate(lulesh, [], "p=max", error / 2, "lulesh", scaling="weak")
+    assert strict["refine"] is True and strict["part"] == max(gaps, key=gaps.get)
+
+
+# ------------------------------------------------------------------ counter mode: known answer
+
+COUNTER_P = [2, 4, 8, 16, 32]
+KERNELS = {  # per-rank totals at P = 1: instructions, stall cycles, hits and misses
+    "solve": {"instructions": 4e10, "cpi": 0.8, "stall_cycles": 1.2e10, "l1_hits": 1e10,
+              "l2_hits": 2e9, "llc_hits": 5e8, "llc_misses": 1e8},
+    "exchange": {"instructions": 1e10, "cpi": 1.5, "stall_cycles": 6e9, "l1_hits": 3e9,
+                 "l2_hits": 5e8, "llc_hits": 2e8, "llc_misses": 8e7},
+}
+COUNTS = ("instructions", "stall_cycles", "l1_hits", "l2_hits", "llc_hits", "llc_misses")
+
+
+def counter_table(frequency: float, cpi_growth: float = 0.0) -> pd.DataFrame:
+    """Everything ~1/P; two repetitions 2% apart, which leave the CPI unchanged.
+
+    ``cpi_growth`` makes the computing CPI grow with log2(P) (a varying CPI, Eq. 4).
+    """
+    rows = []
+    for kernel, k in KERNELS.items():
+        for p in COUNTER_P:
+            for rep, factor in ((1, 0.99), (2, 1.01)):
+                counts = {m: factor * k[m] / p for m in COUNTS}
+                cpi = k["cpi"] * (1 + cpi_growth * np.log2(p))
+                counts["cycles"] = cpi * counts["instructions"] + counts["stall_cycles"]
+                counts["time"] = counts["cycles"] / frequency
+                rows += [{"kernel": kernel, "metric": metric, "p": p, "rep": rep, "value": v}
+                         for metric, v in counts.items()]
+    return check_table(pd.DataFrame(rows), "counters")
+
+
+@pytest.fixture(scope="module")
+def machine() -> dict:
+    return load_machine(MACHINE)
+
+
+@pytest.fixture(scope="module")
+def counter_model(machine: dict) -> dict:
+    return build_model(counter_table(hertz(machine)), [], source="counters", machine=machine)
+
+
+def test_counter_mode_cpi(counter_model: dict) -> None:
+    assert counter_model["mode"] == "counters"
+    assert not any("time-only" in note for note in counter_model["notes"])
+    assert set(counter_model["cpi"]) == set(KERNELS)
+    for kernel, k in KERNELS.items():
+        cpi = counter_model["cpi"][kernel]
+        assert cpi["cpi"] == pytest.approx(k["cpi"], abs=1e-6)
+        assert abs(cpi["deviation"]) < 1e-12
+        assert set(cpi["per_p"]) == {str(p) for p in COUNTER_P}
+
+
+def test_cpi_deviation_when_cpi_varies(machine: dict) -> None:
+    model = build_model(counter_table(hertz(machine), cpi_growth=0.05), [], source="counters",
+                        machine=machine)
+    for kernel, k in KERNELS.items():
+        per_p = np.array([k["cpi"] * (1 + 0.05 * np.log2(p)) for p in COUNTER_P])
+        cpi = model["cpi"][kernel]
+        assert cpi["cpi"] == pytest.approx(per_p.mean(), rel=1e-6)
+        assert cpi["deviation"] > 0
+        assert cpi["deviation"] == pytest.approx(np.var(per_p, ddof=1), rel=1e-6)
+
+
+def test_counter_mode_prediction(counter_model: dict, machine: dict) -> None:
+    frequency = hertz(machine)
+    latency = machine["latency_cycles"]
+    p = 128
+    table = predict(counter_model, pd.DataFrame({"p": [p]}))
+    app = app_rows(table)
+    comp = sum(k["instructions"] / p * k["cpi"] / frequency for k in KERNELS.values())
+    memory = sum(k["stall_cycles"] / p / frequency for k in KERNELS.values())
+    assert app["comp_time"] == pytest.approx(comp, rel=0.02)
+    assert app["mem_time"] == pytest.approx(memory, rel=0.02)
+    assert app["comm_time"] == 0 and app["others_time"] == 0
+    # the time the runs would measure: cycles / f
+    cycles = sum((k["cpi"] * k["instructions"] + k["stall_cycles"]) / p for k in KERNELS.values())
+    assert app["time"] == pytest.approx(cycles / frequency, rel=0.02)
+    for kernel, k in KERNELS.items():
+        memory_cycles = (k["l1_hits"] * latency["l1"] + k["l2_hits"] * latency["l2"]
+                         + k["llc_hits"] * latency["llc"] + k["llc_misses"] * latency["memory"])
+        total = memory_cycles / p / frequency
+        assert kernel_row(table, kernel, "mem_total_time") == pytest.approx(total, rel=0.02)
+        blocking = k["stall_cycles"] / p / frequency / total
+        assert kernel_row(table, kernel, "bf_mem") == pytest.approx(blocking, rel=0.02)
+        assert 0 < blocking < 1
+
+
+def test_without_a_machine_file_the_model_is_time_only(machine: dict) -> None:
+    model = build_model(counter_table(hertz(machine)), [], source="counters")
+    assert model["mode"] == "time"
+    assert model["cpi"]                             # the counters were there
+    assert any("no machine file" in note for note in model["notes"])
+    table = predict(model, pd.DataFrame({"p": [128]}))
+    assert "bf_mem" not in set(table["metric"]) and app_rows(table)["mem_time"] == 0
+    truth = sum((k["cpi"] * k["instructions"] + k["stall_cycles"]) / 128
+                for k in KERNELS.values()) / hertz(machine)
+    assert app_rows(table)["time"] == pytest.approx(truth, rel=0.02)
+
+
+# ------------------------------------------------------------------------------------ BF_comm
+
+BF_P = np.array([4, 8, 16, 32, 64])
+OVERLAP = np.array([0.9, 0.8, 0.7, 0.6, 0.5])      # share of T_comm not hidden, per run
+
+
+def comm_rows() -> tuple[pd.DataFrame, np.ndarray]:
+    """Per rank: odd ranks spend 10% longer in each call, so the per-rank mean is 1.05x."""
+    rows = []
+    for p in BF_P:
+        for rank in range(p):
+            slow = 1.1 if rank % 2 else 1.0
+            rows += [{"op": "MPI_Isend", "calls": 20.0, "bytes": 1e5 * np.sqrt(p),
+                      "time": slow * (1e-9 * 1e5 * np.sqrt(p) + 1e-3), "p": p, "rank": rank},
+                     {"op": "MPI_Allreduce", "calls": 10.0, "bytes": 80.0,
+                      "time": slow * 10 * (2e-5 * np.log2(p) + 1e-5), "p": p, "rank": rank}]
+    per_rank = 1.05 * ((1e-9 * 1e5 * np.sqrt(BF_P) + 1e-3) + 10 * (2e-5 * np.log2(BF_P) + 1e-5))
+    return check_table(pd.DataFrame(rows), "comm", "communication"), per_rank
+
+
+def test_bf_comm_from_measured_application_time() -> None:
+    comm, comm_time = comm_rows()
+    solve, update = 40.0 / BF_P + 0.3, 2.0 / np.sqrt(BF_P)
+    app = solve + update + OVERLAP * comm_time
+    rows = []
+    for i, p in enumerate(BF_P):
+        for kernel, value in (("solve", solve[i]), ("update", update[i]), (APP_KERNEL, app[i]),
+                              ("MPI_Isend", comm_time[i] / 2), ("MPI_Allreduce", comm_time[i] / 2)):
+            rows.append({"kernel": kernel, "metric": "time", "p": int(p), "value": value})
+    measurements = check_table(pd.DataFrame(rows), "measurements")
+    model = build_model(measurements, [], source="bf", comm=comm)
+    expected = float(np.mean((app - (solve + update)) / comm_time))
+    assert expected == pytest.approx(OVERLAP.mean())
+    assert model["bf_comm"] == pytest.approx(expected, rel=1e-9)
+    assert "5 runs" in model["bf_comm_note"]
+    assert model["app_kernel"] == APP_KERNEL
+    # T_comm in Eq. 2 is the operations' Hockney models, scaled by BF_comm
+    values = {"p": np.array([256.0])}
+    operations = sum(predict_operation(op, values)[0][0] for op in model["communication"])
+    comm_part = assemble(model, values)["comm_time"][0][0]
+    assert comm_part == pytest.approx(model["bf_comm"] * operations, rel=1e-12)
+
+    without_app = measurements[measurements["kernel"] != APP_KERNEL]
+    assert build_model(without_app, [], source="bf", comm=comm)["bf_comm"] == 1.0
