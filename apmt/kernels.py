@@ -34,8 +34,14 @@ def is_mpi(kernel: str) -> bool:
 
 
 def cost_metric(points: pd.DataFrame) -> str:
-    """Cycles when every kernel has them, else time."""
-    return "cycles" if "cycles" in set(points["metric"]) else TIME_METRIC
+    """Cycles when every kernel has them, else time.
+
+    Not cycles when only some have them: a kernel without cycles (the application's measured
+    time, MPI calls timed by PMPI) would drop out, and without the application the shares of
+    all the others would be undefined.
+    """
+    metrics = points.groupby("kernel")["metric"].agg(set)
+    return "cycles" if all("cycles" in kernel for kernel in metrics) else TIME_METRIC
 
 
 def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = None,

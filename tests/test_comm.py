@@ -10,7 +10,7 @@ import pytest
 
 from apmt.comm import comm_points, describe, fit_operation, kind_of, predict_operation
 from apmt.ingest import import_profiles
-from apmt.model import build_model, predict
+from apmt.model import build_model, load_model, predict, save_model
 from apmt.tables import check_table
 
 P = np.array([4, 8, 16, 32, 64])
@@ -126,15 +126,19 @@ def test_per_rank_means_over_ranks_and_repetitions() -> None:
     assert row["size_per_call"] == pytest.approx(250.0)
 
 
-def test_model_with_a_communication_table_predicts_its_operations(isend: dict) -> None:
+def test_model_with_a_communication_table_predicts_its_operations(tmp_path: Path) -> None:
     comm = comm_table("MPI_Isend", 100.0, p2p_bytes(P), p2p_truth(p2p_bytes(P)))
     measurements = check_table(pd.DataFrame(
         [{"kernel": "solve", "metric": "time", "p": int(p), "value": 10.0 / p} for p in P]), "m")
     model = build_model(measurements, [], source="synthetic", comm=comm)
-    table = predict(model, pd.DataFrame({"p": [1024]}), volume_ratio=2.0)
+    targets = pd.DataFrame({"p": [1024]})
+    table = predict(model, targets, volume_ratio=2.0)
     comm_time = table.query("kernel == '<app>' and metric == 'comm_time'")["predicted"].iloc[0]
     assert model["bf_comm"] == 1.0
     assert comm_time == pytest.approx(p2p_truth(2.0 * p2p_bytes(1024.0)), rel=0.05)
+    save_model(model, tmp_path / "model.json")
+    pd.testing.assert_frame_equal(predict(load_model(tmp_path / "model.json"), targets, 2.0),
+                                  table, check_exact=True)
 
 
 @pytest.fixture(scope="module")

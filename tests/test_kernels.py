@@ -137,6 +137,29 @@ def test_cycles_decide_when_measured() -> None:
     assert "cycles" in kernels.loc["a", "reason"]
 
 
+def test_kernels_without_cycles_are_classified_by_time() -> None:
+    """Counters for the computing kernels, time only for the application and an MPI call (as
+    PMPI measures it): every kernel is classified, by its share of the application's time."""
+    rows = []
+    for p in (2, 4, 8, 16):
+        solve, halo, mpi = 8.0 / p, 0.1 / p, 0.02 * p
+        rows += [{"kernel": "solve", "metric": "cycles", "p": p, "value": 2e9 * solve},
+                 {"kernel": "solve", "metric": "time", "p": p, "value": solve},
+                 {"kernel": "halo", "metric": "cycles", "p": p, "value": 2e9 * halo},
+                 {"kernel": "halo", "metric": "time", "p": p, "value": halo},
+                 {"kernel": "MPI_Allreduce", "metric": "time", "p": p, "value": mpi},
+                 {"kernel": "<app>", "metric": "time", "p": p, "value": solve + halo + mpi}]
+    table = points(check_table(pd.DataFrame(rows), "mixed"), [])
+    kernels = by_kernel(classify(table, [], app_kernel="<app>"))
+    assert set(kernels.index) == {"solve", "halo", "MPI_Allreduce", "<app>"}
+    assert kernels.loc["<app>", "class"] == "application"
+    assert kernels.loc["MPI_Allreduce", "class"] == "communication"
+    assert kernels.loc["solve", "class"] == "key"
+    assert kernels.loc["halo", "class"] == "aggregated"
+    assert kernels.loc["solve", "max_share"] == pytest.approx(4.0 / (4.0 + 0.05 + 0.04))  # at P=2
+    assert kernels["max_share"].notna().all()
+
+
 def test_relearn_application_kernel(shared_data: Path) -> None:
     table, _ = import_profiles("extrap-text", [shared_data / "relearn" / "relearn_data.txt"])
     kernels = by_kernel(classify(points(table, ["n"]), ["n"], app_kernel="main()"))

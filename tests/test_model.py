@@ -235,6 +235,27 @@ def test_without_a_machine_file_the_model_is_time_only(machine: dict) -> None:
     assert app_rows(table)["time"] == pytest.approx(truth, rel=0.02)
 
 
+def test_counter_mode_beside_measured_application_and_mpi_time(machine: dict) -> None:
+    """The run's wall time (kernel ``<app>``) and an MPI call come as time only, the computing
+    kernels with counters: the model stays in counter mode and the MPI call is T_comm."""
+    frequency = hertz(machine)
+    table = counter_table(frequency)
+    time = table[table["metric"] == "time"].groupby(["p", "rep"], as_index=False)["value"].sum()
+    mpi = time.assign(kernel="MPI_Allreduce", metric="time", value=1e-3 * np.log2(time["p"]))
+    app = time.assign(kernel=APP_KERNEL, metric="time", value=time["value"] + mpi["value"])
+    model = build_model(check_table(pd.concat([table, mpi, app], ignore_index=True), "mixed"),
+                        [], source="mixed", machine=machine)
+    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    assert classes == {"solve": "key", "exchange": "key", "MPI_Allreduce": "communication",
+                       APP_KERNEL: "application"}
+    assert model["mode"] == "counters" and set(model["cpi"]) == set(KERNELS)
+    table = predict(model, pd.DataFrame({"p": [128]}))
+    app_time = app_rows(table)
+    assert app_time["comm_time"] == pytest.approx(7e-3, rel=0.05)
+    assert app_time["time"] == pytest.approx(sum(app_time[p] for p in PARTS), rel=1e-9)
+    assert app_time["fitted_time"] == pytest.approx(app_time["time"], rel=0.05)
+
+
 # ------------------------------------------------------------------------------------ BF_comm
 
 BF_P = np.array([4, 8, 16, 32, 64])
