@@ -40,6 +40,7 @@ INTERVAL_LEVEL = 0.90
 MAX_HALF_WIDTH = np.log(10.0)   # a factor of 10 either way: wider says nothing more
 ONE_SE = 1.0
 FORWARD_WEIGHT = 2.0
+ALTERNATIVES = 3        # competing plausible shapes whose spread widens the interval
 PAIR_TERMS = 8          # best terms per variable that multi-parameter hypotheses combine
 MAX_LOG_EXPONENT = 3.0
 EXTRAPOLATION_FACTORS = (1.0, 2.0, 4.0, 16.0, 100.0)
@@ -343,20 +344,20 @@ def _held_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
     """Residuals at the scored points of a fit without the deleted points, in closed form.
 
     For least squares, deleting rows D changes their residuals to (I - H_DD)^-1 r_D, with H
-    the hat matrix; a singular I - H_DD means D cannot be predicted without itself.
+    the hat matrix; a singular I - H_DD means the rest cannot determine the fit: NaN.
     """
     block = weighted[:, fold.deleted, :]                                    # (H, d, k)
     if len(fold.deleted) == 1:
         leverage = np.einsum("hik,hkl,hil->hi", block, inverse_gram, block)[:, 0]
         singular = leverage > 1.0 - 1e-9
         result = residual[:, fold.deleted[0]] / np.where(singular, 1.0, 1.0 - leverage)
-        return np.where(singular, np.inf, result)[:, None]
+        return np.where(singular, np.nan, result)[:, None]
     hat = np.einsum("hik,hkl,hjl->hij", block, inverse_gram, block)        # (H, d, d)
     system = np.eye(len(fold.deleted))[None] - hat
     singular = np.abs(np.linalg.det(system)) < 1e-9
     system[singular] = np.eye(len(fold.deleted))
     solved = np.linalg.solve(system, residual[:, fold.deleted, None])[..., 0]
-    solved[singular] = np.inf
+    solved[singular] = np.nan
     return solved[:, np.isin(fold.deleted, fold.scored)]
 
 
@@ -377,18 +378,30 @@ def _fit_batch(hypotheses: list[Hypothesis], design: np.ndarray, extended: np.nd
                                                            fold), loglinear).mean(axis=1)
                            for fold in folds], axis=1)
         fitted = np.exp(np.log(y) - residual) if loglinear else y * (1.0 - residual)
+    errors = _impute_undetermined(errors)
     errors[~np.isfinite(coefficients).all(axis=1)] = CAPPED_LOG_ERROR
     return _Batch(hypotheses, coefficients, inverse_gram, errors, fitted, extended)
 
 
 def _log_errors(residual: np.ndarray, loglinear: bool) -> np.ndarray:
-    """|ln(prediction / observation)|, capped so that one wild fold cannot dominate."""
+    """|ln(prediction / observation)|, capped so that one wild fold cannot dominate; NaN where
+    the fold cannot determine the hypothesis."""
     if loglinear:
         log_error = np.abs(residual)
     else:
         ratio = 1.0 - residual          # prediction / observation for relative residuals
         log_error = np.where(ratio > 0, np.abs(np.log(np.abs(ratio))), np.inf)
-    return np.minimum(np.nan_to_num(log_error, nan=np.inf), CAPPED_LOG_ERROR)
+    return np.where(np.isnan(residual), np.nan, np.minimum(log_error, CAPPED_LOG_ERROR))
+
+
+def _impute_undetermined(errors: np.ndarray) -> np.ndarray:
+    """A fold too small to fit a hypothesis (a forward fold with fewer P than coefficients)
+    says nothing about it: it takes the hypothesis's mean error over its other folds."""
+    known = ~np.isnan(errors)
+    count = known.sum(axis=1, keepdims=True)
+    own_mean = np.where(known, errors, 0.0).sum(axis=1, keepdims=True) / np.maximum(count, 1)
+    own_mean[count == 0] = CAPPED_LOG_ERROR
+    return np.where(known, errors, own_mean)
 
 
 def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
@@ -416,7 +429,7 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
                     in _design_groups(tuple(pairs), values, primary) if group]
     (b, i), *others = _rank(batches, weights, preferred or (lambda _: False))
     alternatives = [(batches[ob].hypotheses[oi], batches[ob].coefficients[oi])
-                    for ob, oi in others[:3]]
+                    for ob, oi in others[:ALTERNATIVES]]
     return _summarise(batches[b], i, y, values, weights, alternatives, primary)
 
 
@@ -426,7 +439,8 @@ def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
 
     As Extra-P's multi-parameter modeler does, each variable is modelled on the slices of
     the data in which every other variable is constant, and its terms are ranked by their
-    cross-validated error summed over the slices.
+    cross-validated error summed over the slices; when the variables move together (a
+    message size that grows with P) there are no such slices and all points are used.
     """
     plain = [v for v in variables if not v.endswith(PER_RANK_SUFFIX)]
     best = {}
@@ -436,10 +450,9 @@ def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
                          return_inverse=True)[1]
         hypotheses = [Hypothesis("linear", ((term,),)) for term in _power_terms(variable)]
         total = np.zeros(len(hypotheses))
-        for key in np.unique(keys):
-            rows = np.flatnonzero(keys.ravel() == key)
-            if len(np.unique(values[variable][rows])) < 3:
-                continue
+        slices = [np.flatnonzero(keys.ravel() == key) for key in np.unique(keys)]
+        slices = [rows for rows in slices if len(np.unique(values[variable][rows])) >= 3]
+        for rows in slices or [np.arange(len(y))]:   # no slices: the variables move together
             part = {k: v[rows] for k, v in values.items()}
             folds = folds_for(part[variable])
             batch = _fit_batch(hypotheses, designs(hypotheses, part), designs(hypotheses, part),
@@ -447,13 +460,15 @@ def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
             weights = np.array([fold.weight for fold in folds])
             total += batch.fold_errors @ weights / weights.sum()
         order = np.argsort(total, kind="stable")[:PAIR_TERMS]
-        best[variable] = [hypotheses[i].bases[0][0] for i in order]
+        ranked = [hypotheses[i].bases[0][0] for i in order]
+        simple = [t for t in _power_terms(variable) if t.complexity <= 1 and t not in ranked]
+        best[variable] = ranked + simple    # the plain shapes always compete (Hockney's too)
     return best
 
 
 def _rank(batches: list[_Batch], weights: np.ndarray,
           preferred: Callable[[Hypothesis], bool]) -> list[tuple[int, int]]:
-    """The plausible hypotheses, best first: the one-standard-error rule of cross-validation.
+    """The plausible hypotheses, chosen first: the one-standard-error rule of cross-validation.
 
     Among hypotheses whose cross-validated error is within one standard error (of the
     paired, per-fold difference) of the lowest, the one with the fewest coefficients and the
@@ -481,9 +496,7 @@ def _rank(batches: list[_Batch], weights: np.ndarray,
         return (not preferred(hypothesis), hypothesis.n_coefficients, hypothesis.complexity,
                 score[j])
 
-    order = sorted(np.flatnonzero(within), key=plainness)
-    order += sorted(np.flatnonzero(~within), key=lambda j: score[j])
-    return [where[j] for j in order]
+    return [where[j] for j in sorted(np.flatnonzero(within), key=plainness)]
 
 
 def _sane(batch: _Batch) -> np.ndarray:

@@ -96,8 +96,6 @@ def test_hockney_collective_recovered() -> None:
     assert "log2(p)" in describe(operation) and "per call" in describe(operation)
 
 
-@pytest.mark.xfail(strict=True, reason="fit.py: a forward fold fits 3 coefficients on 2 points "
-                   "and caps the error, so a*log P + b*s + c is never chosen with 5 P values")
 def test_hockney_collective_with_volume_growing_with_p() -> None:
     calls = 50.0
     size = 256.0 * P
