@@ -172,8 +172,9 @@ def _add_predict(commands: argparse._SubParsersAction, common: argparse.Argument
     sub.add_argument("model", type=Path, metavar="model.json")
     sub.add_argument("--at", action="append", required=True, metavar="p=P,NAME=VALUE",
                      help="a point to predict (repeatable)")
-    sub.add_argument("--volume-ratio", type=_positive, default=1.0, metavar="R",
-                     help="scale the communication volume by R (a larger problem)")
+    sub.add_argument("--volume-ratio", type=_volume_ratios, default={}, metavar="R",
+                     help="scale the communication volume for a larger problem: R for all "
+                          "operations, or per pattern: p2p=R,collective=R,MPI_Allreduce=R")
     sub.add_argument("-o", "--output", type=Path, required=True, metavar="predictions.csv")
     sub.set_defaults(run=run_predict)
 
@@ -192,6 +193,20 @@ def _add_evaluate(commands: argparse._SubParsersAction, common: argparse.Argumen
                      help="write the refinement decision and its numbers here")
     sub.add_argument("-o", "--output", type=Path, required=True, metavar="eval.csv")
     sub.set_defaults(run=run_evaluate)
+
+
+def _volume_ratios(text: str) -> dict[str, float]:
+    """argparse type: ``R`` (every operation) or ``PATTERN=R,...`` (p2p, collective, or an
+    operation's name), the communication volume ratio of paper 000, 4.2."""
+    if "=" not in text:
+        return {"all": _positive(text)}
+    ratios = {}
+    for part in text.split(","):
+        pattern, _, value = part.partition("=")
+        if not pattern.strip():
+            raise argparse.ArgumentTypeError(f"{part!r}: expected PATTERN=R")
+        ratios[pattern.strip()] = _positive(value)
+    return ratios
 
 
 def _positive(text: str) -> float:

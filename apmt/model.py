@@ -50,6 +50,7 @@ from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
 MODEL_FORMAT = "apmt-model/1"
 MODELLED = ("key", "non-scalable", "application")
 PARTS = ("comp_time", "mem_time", "comm_time", "others_time")
+CONTENTION_LIMIT = 1e-4
 
 
 def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
@@ -75,10 +76,12 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         "format": MODEL_FORMAT, "params": params, "per_rank_params": sorted(per_rank_params),
         "app_kernel": app_kernel, "scaling": scaling, "threshold": threshold,
         "kernels": kernels.to_dict("records"), "series": series,
-        "cpi": _cpi(table, modelled), "machine": machine,
+        "cpi": _cpi(table, modelled, params), "machine": machine,
+        "contention": _contention(table, modelled),
         "communication": _fit_comm(comm, params, source) if comm is not None else [],
     }
-    model["bf_comm"], model["bf_comm_note"] = _bf_comm(table, comm, classes, params)
+    model["bf_comm"], model["bf_comm_note"] = _bf_comm(table, comm, classes, params,
+                                                       app_kernel)
     model["mode"] = _mode(model)
     model["notes"] = _notes(model)
     return model
@@ -101,9 +104,10 @@ def _fit_all_series(table: pd.DataFrame, params: list[str], source: str,
             for (kernel, metric), fit in fits.items()]
 
 
-def _cpi(table: pd.DataFrame, kernels: set[str]) -> dict:
+def _cpi(table: pd.DataFrame, kernels: set[str], params: list[str]) -> dict:
     """CPI per kernel with counters: the mean over runs and its deviation (Eq. 4)."""
-    wide = table.pivot_table(index=["kernel", "p"], columns="metric", values="value",
+    run = ["p", *params]
+    wide = table.pivot_table(index=["kernel", *run], columns="metric", values="value",
                              aggfunc="mean")
     if not {"cycles", "instructions"} <= set(wide.columns):
         return {}
@@ -115,9 +119,23 @@ def _cpi(table: pd.DataFrame, kernels: set[str]) -> dict:
             cpi = values.to_numpy(float)
             deviation = float(np.sum((cpi - cpi.mean()) ** 2) / (len(cpi) - 1)) if len(cpi) > 1 \
                 else float("nan")
+            runs = [",".join(f"{name}={value:g}" for name, value in zip(run, key[1:], strict=True))
+                    for key in values.index]
             result[kernel] = {"cpi": float(cpi.mean()), "deviation": deviation,
-                              "per_p": {str(p): float(v) for (_, p), v in values.items()}}
+                              "per_run": dict(zip(runs, cpi.tolist(), strict=True))}
     return result
+
+
+def _contention(table: pd.DataFrame, kernels: set[str]) -> dict[str, float]:
+    """The memory-contention ratio E = LLC misses / memory accesses (loads and stores) per
+    kernel, its largest value over runs (paper 000, 4.2)."""
+    wide = table.pivot_table(index=["kernel", "p"], columns="metric", values="value",
+                             aggfunc="mean")
+    if not {"llc_misses", "mem_loads", "mem_stores"} <= set(wide.columns):
+        return {}
+    ratio = (wide["llc_misses"] / (wide["mem_loads"] + wide["mem_stores"])).dropna()
+    return {kernel: float(values.max()) for kernel, values in ratio.groupby(level="kernel")
+            if kernel in kernels}
 
 
 def _fit_comm(comm: pd.DataFrame, params: list[str], source: str) -> list[dict]:
@@ -128,13 +146,13 @@ def _fit_comm(comm: pd.DataFrame, params: list[str], source: str) -> list[dict]:
 
 
 def _bf_comm(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
-             params: list[str]) -> tuple[float, str]:
+             params: list[str], app_kernel: str | None) -> tuple[float, str]:
     """BF_comm = (T_mapp - T_mcomp) / T_mcomm over runs that measured the application time."""
-    if comm is None or APP_KERNEL not in classes:
+    if comm is None or app_kernel is None:
         return 1.0, "1: no measured application time beside a communication table"
     time = table[table["metric"] == TIME_METRIC]
     run = ["p", *params]
-    app = time[time["kernel"] == APP_KERNEL].groupby(run)["value"].mean()
+    app = time[time["kernel"] == app_kernel].groupby(run)["value"].mean()
     computing = [k for k, c in classes.items() if c not in ("application", "communication")]
     comp = time[time["kernel"].isin(computing)].groupby(run)["value"].sum()
     comm_time = comm_points(comm, params).groupby(run)["time"].sum()
@@ -154,6 +172,11 @@ def _notes(model: dict) -> list[str]:
         why = "no machine file" if model["cpi"] else "only time was measured"
         notes.append(f"time-only model ({why}): each kernel's time is its own fit, "
                      "without the CPI and memory terms of Eq. 2")
+    for kernel, ratio in model["contention"].items():
+        if ratio > CONTENTION_LIMIT:
+            notes.append(f"memory contention: E = LLC misses / memory accesses = {ratio:.2g} "
+                         f"for {kernel!r} exceeds {CONTENTION_LIMIT:g}; its predictions for "
+                         "larger problem sizes may be optimistic (paper 000, 4.2)")
     if model["app_kernel"] not in (None, APP_KERNEL):
         notes.append(f"application time is the fit of {model['app_kernel']!r}; the parts "
                      "are the other kernels as given and need not add up to it")
@@ -169,7 +192,8 @@ def _fit_of(model: dict, kernel: str, metric: str) -> SeriesFit | None:
     return None
 
 
-def predict(model: dict, targets: pd.DataFrame, volume_ratio: float = 1.0) -> pd.DataFrame:
+def predict(model: dict, targets: pd.DataFrame,
+            volume_ratios: dict[str, float] | None = None) -> pd.DataFrame:
     """Predictions of every fitted series and of the application at the target points."""
     params = model["params"]
     values = point_values(targets, params)
@@ -179,7 +203,7 @@ def predict(model: dict, targets: pd.DataFrame, volume_ratio: float = 1.0) -> pd
         # the rows of kernel <app> are the assembled ones; a measured <app>'s own fit is beside
         metric = f"fitted_{entry['metric']}" if entry["kernel"] == APP_KERNEL else entry["metric"]
         frames.append(_rows(targets, params, entry["kernel"], metric, predicted, lower, upper))
-    for part, (predicted, lower, upper) in assemble(model, values, volume_ratio).items():
+    for part, (predicted, lower, upper) in assemble(model, values, volume_ratios).items():
         frames.append(_rows(targets, params, APP_KERNEL, part, predicted, lower, upper))
     frames += _memory_rows(model, targets, values)
     return pd.concat(frames, ignore_index=True)
@@ -211,7 +235,7 @@ def _rows(targets: pd.DataFrame, params: list[str], kernel: str, metric: str,
 
 
 def assemble(model: dict, values: dict[str, np.ndarray],
-             volume_ratio: float = 1.0) -> dict[str, tuple[np.ndarray, ...]]:
+             volume_ratios: dict[str, float] | None = None) -> dict[str, tuple[np.ndarray, ...]]:
     """T_app and its parts at the points; each as (predicted, lower, upper).
 
     The kernels' fits err independently (each chose its own shape), so the distances from a
@@ -232,7 +256,7 @@ def assemble(model: dict, values: dict[str, np.ndarray],
             for part, bounds in _kernel_time(model, kernel, values).items():
                 parts[part].add(bounds)
     for operation in model["communication"]:
-        bounds = predict_operation(operation, values, volume_ratio)
+        bounds = predict_operation(operation, values, _ratio(volume_ratios or {}, operation))
         parts["comm_time"].add(tuple(b * model["bf_comm"] for b in bounds))
     total = _Sum(len(values["p"]))
     for part in parts.values():
@@ -241,6 +265,14 @@ def assemble(model: dict, values: dict[str, np.ndarray],
     if model["app_kernel"] not in (None, APP_KERNEL):
         app = _fit_of(model, model["app_kernel"], TIME_METRIC).predict(values)
     return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
+
+
+def _ratio(ratios: dict[str, float], operation: dict) -> float:
+    """The volume ratio of an operation: its own, its pattern's (p2p, collective), or all's."""
+    for pattern in (operation["op"], operation["kind"], "all"):
+        if pattern in ratios:
+            return ratios[pattern]
+    return 1.0
 
 
 class _Sum:

@@ -241,3 +241,13 @@ def test_fit_with_a_communication_table_and_a_machine(shared_data: Path, tmp_pat
     assert not app.duplicated(["metric", "p"]).any()
     assert set(app["metric"]) == {*PARTS, "fitted_time"}
     assert len(run.out.splitlines()) == 2
+
+
+def test_volume_ratio_per_pattern() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["predict", "m.json", "--at", "p=8", "--volume-ratio",
+                              "p2p=2,MPI_Allreduce=3", "-o", "x.csv"])
+    assert args.volume_ratio == {"p2p": 2.0, "MPI_Allreduce": 3.0}
+    args = parser.parse_args(["predict", "m.json", "--at", "p=8", "--volume-ratio", "4",
+                              "-o", "x.csv"])
+    assert args.volume_ratio == {"all": 4.0}

@@ -130,13 +130,17 @@ def test_model_with_a_communication_table_predicts_its_operations(tmp_path: Path
         [{"kernel": "solve", "metric": "time", "p": int(p), "value": 10.0 / p} for p in P]), "m")
     model = build_model(measurements, [], source="synthetic", comm=comm)
     targets = pd.DataFrame({"p": [1024]})
-    table = predict(model, targets, volume_ratio=2.0)
+    table = predict(model, targets, {"p2p": 2.0})
     comm_time = table.query("kernel == '<app>' and metric == 'comm_time'")["predicted"].iloc[0]
     assert model["bf_comm"] == 1.0
     assert comm_time == pytest.approx(p2p_truth(2.0 * p2p_bytes(1024.0)), rel=0.05)
     save_model(model, tmp_path / "model.json")
-    pd.testing.assert_frame_equal(predict(load_model(tmp_path / "model.json"), targets, 2.0),
+    pd.testing.assert_frame_equal(predict(load_model(tmp_path / "model.json"), targets,
+                                          {"MPI_Isend": 2.0, "collective": 5.0}),
                                   table, check_exact=True)
+    unscaled = predict(model, targets, {"collective": 2.0})
+    assert unscaled.query("metric == 'comm_time'")["predicted"].iloc[0] == pytest.approx(
+        p2p_truth(p2p_bytes(1024.0)), rel=0.05)
 
 
 @pytest.fixture(scope="module")

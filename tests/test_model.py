@@ -185,7 +185,7 @@ def test_counter_mode_cpi(counter_model: dict) -> None:
         cpi = counter_model["cpi"][kernel]
         assert cpi["cpi"] == pytest.approx(k["cpi"], abs=1e-6)
         assert abs(cpi["deviation"]) < 1e-12
-        assert set(cpi["per_p"]) == {str(p) for p in COUNTER_P}
+        assert set(cpi["per_run"]) == {f"p={p}" for p in COUNTER_P}
 
 
 def test_cpi_deviation_when_cpi_varies(machine: dict) -> None:
@@ -300,3 +300,25 @@ def test_bf_comm_from_measured_application_time() -> None:
 
     without_app = measurements[measurements["kernel"] != APP_KERNEL]
     assert build_model(without_app, [], source="bf", comm=comm)["bf_comm"] == 1.0
+
+
+def test_memory_contention_warning(machine: dict) -> None:
+    """E = LLC misses / memory accesses above 1e-4 warns about larger problem sizes."""
+    table = counter_table(hertz(machine))
+    accesses = []
+    for kernel, share in (("solve", 1e-5), ("exchange", 1e-2)):
+        for p in COUNTER_P:
+            for rep in (1, 2):
+                loads = KERNELS[kernel]["l1_hits"] / p
+                misses = table.query(f"kernel == '{kernel}' and metric == 'llc_misses' and "
+                                     f"p == {p} and rep == {rep}")["value"].iloc[0]
+                accesses += [{"kernel": kernel, "metric": "mem_loads", "p": p, "rep": rep,
+                              "value": misses / share - loads / 10},
+                             {"kernel": kernel, "metric": "mem_stores", "p": p, "rep": rep,
+                              "value": loads / 10}]
+    model = build_model(pd.concat([table, pd.DataFrame(accesses)], ignore_index=True), [],
+                        source="counters", machine=machine)
+    assert model["contention"]["solve"] == pytest.approx(1e-5, rel=1e-6)
+    assert model["contention"]["exchange"] == pytest.approx(1e-2, rel=1e-6)
+    warnings = [note for note in model["notes"] if note.startswith("memory contention")]
+    assert len(warnings) == 1 and "'exchange'" in warnings[0]
