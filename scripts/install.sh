@@ -19,8 +19,13 @@ set -euo pipefail
 MIN_PYTHON="3.11"
 EXTRAP_REQUIREMENT="extrap>=4.2,<5"  # its API (text reader, ModelGenerator) as used by apmt
 # Debian packages the project needs, checked with dpkg and installed with apt-get when running
-# as root (others are told what to install). None yet; add names here, e.g. (openmpi-bin).
-DEBIAN_PACKAGES=()
+# as root (others are told what to install):
+#   openmpi-bin libopenmpi-dev  mpirun and mpicc (the PMPI tracing library is built with it)
+#   gfortran                    the Fortran MPI bindings' test programs
+#   valgrind                    cachegrind, the simulated counters where no PMU answers
+#   linux-perf                  perf record/stat: sampling and hardware counters
+#   lammps                      the real MPI application of the default study
+DEBIAN_PACKAGES=(openmpi-bin libopenmpi-dev gfortran valgrind linux-perf lammps)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd -P)"
@@ -71,7 +76,7 @@ find_python() {
   and run again, or point PYTHON=/path/to/python3 at it."
 }
 
-# --- Debian packages (none needed yet: the list above is empty) ------------------------------
+# --- Debian packages ---------------------------------------------------------------------------
 install_debian_packages() {
     local missing=() package
     for package in "${DEBIAN_PACKAGES[@]}"; do
