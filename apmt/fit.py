@@ -13,10 +13,11 @@ errors come in closed form from the hat matrix. With 3 to 6 points the highest R
 so the selection uses out-of-sample error: leave-one-P-out folds (does the shape hold?) and
 forward folds (fit the smaller P, predict the next one: the user's question one step back),
 and the one-standard-error rule: among the hypotheses within one paired standard error of the
-best, the one with the fewest coefficients and the plainest shape wins. Shapes that turn
-negative or explode within 100x of the measured range are never chosen. Every prediction gets
-a 90% interval from the cross-validated error, the leverage of the target point, and the
-spread of the competing hypotheses.
+best, the one with the fewest coefficients and the plainest shape is the series' function,
+and predictions average it with the next plainest plausible shapes (model averaging over
+that window). Shapes that turn negative or explode within 100x of the measured range are
+never chosen. Every prediction gets a 90% interval from the cross-validated error, the
+leverage of the target point, and the spread of the averaged shapes.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ INTERVAL_LEVEL = 0.90
 MAX_HALF_WIDTH = np.log(10.0)   # a factor of 10 either way: wider says nothing more
 ONE_SE = 1.0
 FORWARD_WEIGHT = 2.0
-ALTERNATIVES = 3        # competing plausible shapes whose spread widens the interval
+ALTERNATIVES = 4        # plausible shapes averaged with the chosen one, widening its interval
+TINY = np.finfo(float).tiny
 PAIR_TERMS = 8          # best terms per variable that multi-parameter hypotheses combine
 MAX_LOG_EXPONENT = 3.0
 EXTRAPOLATION_FACTORS = (1.0, 2.0, 4.0, 16.0, 100.0)
@@ -182,27 +184,36 @@ class SeriesFit:
     n_points: int
     domain: dict[str, tuple[float, float]]
     alternatives: list[tuple[Hypothesis, np.ndarray]] = field(default_factory=list)
+    averaged: bool = True   # False when theory chose the shape (Hockney): it stands alone
 
     @property
     def function(self) -> str:
         return self.hypothesis.text(self.coefficients)
 
     def predict(self, values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Point prediction and the lower and upper ends of its 90% interval."""
-        predicted = _evaluate(self.hypothesis, self.coefficients, values)
+        """Point prediction and the lower and upper ends of its 90% interval.
+
+        The prediction averages (geometrically) the chosen shape and the plausible
+        alternatives, all within one standard error of the best: with 4-5 points no single
+        one of them has earned the trust that a pick would suggest. A shape that theory
+        prefers (Hockney's, for communication) is not averaged away. The interval's width comes
+        from the chosen shape's cross-validated error and leverage, widened to cover the
+        alternatives.
+        """
+        chosen = np.maximum(_evaluate(self.hypothesis, self.coefficients, values), TINY)
         design = self.hypothesis.design(values)
         if self.hypothesis.form == "linear":
-            design = design / np.where(predicted > 0, predicted, np.nan)[:, None]
+            design = design / chosen[:, None]
         leverage = np.einsum("ik,kl,il->i", design, self.inverse_gram, design)
         quantile = stats.t.ppf(0.5 + INTERVAL_LEVEL / 2, max(self.dof, 1))
         half_width = quantile * self.sigma * np.sqrt(1.0 + np.nan_to_num(leverage, nan=1e6))
+        logs = [np.log(chosen)]
         for hypothesis, coefficients in self.alternatives:
-            other = _evaluate(hypothesis, coefficients, values)
-            spread = np.abs(np.log(np.maximum(other, 1e-300) / np.maximum(predicted, 1e-300)))
-            half_width = np.maximum(half_width, spread)
+            logs.append(np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY)))
+            half_width = np.maximum(half_width, np.abs(logs[-1] - logs[0]))
         half_width = np.minimum(half_width, MAX_HALF_WIDTH)
-        positive = np.maximum(predicted, np.finfo(float).tiny)
-        return predicted, positive * np.exp(-half_width), positive * np.exp(half_width)
+        predicted = np.exp(np.mean(logs, axis=0)) if self.averaged else chosen
+        return predicted, predicted * np.exp(-half_width), predicted * np.exp(half_width)
 
     def to_dict(self) -> dict:
         return {
@@ -211,8 +222,9 @@ class SeriesFit:
             "inverse_gram": self.inverse_gram.tolist(), "sigma": self.sigma, "dof": self.dof,
             "r2": self.r2, "adj_r2": self.adj_r2, "loo_error": self.loo_error,
             "n_points": self.n_points, "domain": {k: list(v) for k, v in self.domain.items()},
-            "alternatives": [{"hypothesis": h.to_dict(), "coefficients": c.tolist()}
-                             for h, c in self.alternatives],
+            "alternatives": [{"hypothesis": h.to_dict(), "coefficients": c.tolist(),
+                              "function": h.text(c)} for h, c in self.alternatives],
+            "averaged": self.averaged,
         }
 
     @staticmethod
@@ -224,7 +236,7 @@ class SeriesFit:
             dof=data["dof"], r2=data["r2"], adj_r2=data["adj_r2"], loo_error=data["loo_error"],
             n_points=data["n_points"], domain={k: tuple(v) for k, v in data["domain"].items()},
             alternatives=[(Hypothesis.from_dict(a["hypothesis"]), np.array(a["coefficients"]))
-                          for a in data["alternatives"]],
+                          for a in data["alternatives"]], averaged=data["averaged"],
         )
 
 
@@ -427,10 +439,13 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
         pairs = pair_hypotheses(_best_terms(values, y, variables), primary, len(y))
         batches += [_fit_batch(group, design, extended, y, folds) for group, design, extended
                     in _design_groups(tuple(pairs), values, primary) if group]
-    (b, i), *others = _rank(batches, weights, preferred or (lambda _: False))
+    preferred = preferred or (lambda _: False)
+    (b, i), *others = _rank(batches, weights, preferred)
     alternatives = [(batches[ob].hypotheses[oi], batches[ob].coefficients[oi])
                     for ob, oi in others[:ALTERNATIVES]]
-    return _summarise(batches[b], i, y, values, weights, alternatives, primary)
+    fit = _summarise(batches[b], i, y, values, weights, alternatives, primary)
+    fit.averaged = not preferred(fit.hypothesis)
+    return fit
 
 
 def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,

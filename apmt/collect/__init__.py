@@ -1,0 +1,21 @@
+"""Measurement: run an application at several P and collect counters and MPI traces.
+
+The flow of ``apmt profile STUDY.yaml``:
+- study.py    reads and checks a study (command template, P list, parameters, repetitions,
+              launcher, backend, time limit), before any run starts;
+- launch.py   turns a run into a command line for its launcher (mpirun, srun);
+- backends/   per-rank wrappers that measure counters (perf hardware events, perf cpu-clock
+              sampling, cachegrind) and parse what they wrote;
+- pmpi.py     the PMPI tracing library (C, built with mpicc) and its output's parser;
+- runner.py   runs each run in its own folder under the raw results (never overwritten; a
+              finished run is skipped on a rerun), with its log, wall time and exit status;
+- extract.py  turns the run folders into the measurements and communication tables.
+
+Files a run folder holds (``raw/<study>/p<P>[_<param><v>...]_r<rep>/``):
+    run.json            what ran: command, P, parameters, repetition, host, CPU frequency,
+                        versions, wall time, exit status, backend and events
+    stdout.log, stderr.log
+    pmpi.<rank>.tsv     the MPI trace of one rank (see pmpi.py)
+    <backend files>     e.g. perf.<rank>.data, cachegrind.<rank>.out
+    done                written last: the run finished and its files are complete
+"""

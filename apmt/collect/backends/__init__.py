@@ -1,0 +1,1 @@
+"""Counter backends behind one interface (base.Backend); ``auto`` picks what the machine has."""
