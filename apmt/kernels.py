@@ -26,11 +26,21 @@ KEY_THRESHOLD = 0.05
 # cost ~ P^slope; -0.1 is 7% less per doubling of P, +0.1 is 7% more
 NONSCALABLE_SLOPE = {"strong": -0.1, "weak": 0.1}
 MPI_NAME = re.compile(r"^(P?MPI_|p?mpi_)\w+", re.IGNORECASE)
+# the libraries of MPI implementations and their transports, whose internals samplers group
+# into one kernel per library, e.g. <libmpi>
+MPI_LIBRARY = re.compile(
+    r"^(libmpi\w*|libmpich\w*|libmpifort\w*|libopen-pal|libopen-rte|libopen-orted-mpir|libpmix"
+    r"|libprrte|libucp|libuct|libucs|libucm|libfabric|libpsm2?|libhcoll|libmca_\w+|mca_\w+"
+    r"|libompi\w*)$")
 
 
 def is_mpi(kernel: str) -> bool:
-    """An MPI call, by the leaf name of its call path (C, Fortran and PMPI spellings)."""
-    return bool(MPI_NAME.match(kernel.rsplit("/", 1)[-1].strip()))
+    """An MPI call by the leaf name of its call path (C, Fortran and PMPI spellings), or an
+    MPI library's internals grouped as ``<library>``."""
+    leaf = kernel.rsplit("/", 1)[-1].strip()
+    if leaf.startswith("<") and leaf.endswith(">"):
+        return bool(MPI_LIBRARY.match(leaf[1:-1]))
+    return bool(MPI_NAME.match(leaf))
 
 
 def cost_metric(points: pd.DataFrame) -> str:

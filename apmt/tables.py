@@ -57,6 +57,7 @@ COUNTER_METRICS = (
     "cycles", "instructions", "stall_cycles", "l1_hits", "l2_hits", "llc_hits",
     "mem_loads", "mem_stores", "llc_misses", "l1i_accesses", "l1i_misses", "l2i_accesses",
     "l2i_misses", "dtlb_misses", "itlb_misses", "branches", "branch_misses", "fp_ops", "visits",
+    "l1d_misses", "lli_misses",   # cachegrind: L1 data misses (loads+stores), last-level I-misses
 )
 APP_KERNEL = "<app>"
 

@@ -159,6 +159,23 @@ exec "$(dirname "$0")/../../.venv-extrap/bin/python" "$@"'
     fi
 }
 
+# --- PMPI tracing library ----------------------------------------------------------------------
+# apmt's MPI tracer (C sources in apmt/pmpi/) is compiled with mpicc into .venv/lib/apmt/, where
+# apmt.collect.pmpi.library_path() finds it. build() keeps a hash stamp beside the library and
+# compiles only when the sources changed, so a rerun of this script skips it. (mpi4py, which
+# the library's tests use, comes with the `test` extra.)
+build_pmpi_library() {
+    local library
+    library="$("$VENV/bin/python" -c "import sys
+from apmt.collect.pmpi import library_path
+from apmt.errors import ApmtError
+try:
+    print(library_path())
+except ApmtError as error:
+    sys.exit(str(error))")" || fail "the PMPI tracing library could not be built (see above)"
+    say "$VENV: PMPI tracing library ready: ${library#"$ROOT/"}"
+}
+
 main() {
     local started=$SECONDS
     say "repository: $ROOT"
@@ -166,6 +183,7 @@ main() {
     PYTHON_FOUND="$(find_python)"
     ensure_venv "$VENV" "$PYTHON_FOUND"
     install_apmt
+    build_pmpi_library
     install_extrap
     say "done in $((SECONDS - started)) s. Next: .venv/bin/snakemake --cores 2, or .venv/bin/python -m pytest"
 }

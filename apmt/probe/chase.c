@@ -20,7 +20,8 @@
  * Usage: chase [-l LINE] [-t MS] [-r REPS] [-c CPU] [-f] SIZE...
  *   -l LINE  element size in bytes (the cache line; default 64)
  *   -t MS    timed milliseconds per size, split over the repetitions (default 100)
- *   -r REPS  repetitions per size; the fastest counts, since noise only adds time (default 5)
+ *   -r REPS  repetitions per size; the fastest counts, since noise only adds time (default 5;
+ *            many short ones beat few long ones where the host deschedules the CPU now and then)
  *   -c CPU   pin to this CPU (default: stay where started)
  *   -f       also measure the clock first
  * Output: comment lines starting with '#' ("# frequency_ghz G", "# sink X"), then one line per
@@ -98,30 +99,36 @@ static __attribute__((noinline)) void **chase(void **p, size_t loads)
     return p;
 }
 
-/* Nanoseconds per load for a chain of `loads` loads from `start`. */
-static double time_chain(void **start, size_t loads)
+/*
+ * Nanoseconds per load for `loads` loads, continuing from *position and leaving it where the
+ * chain stopped. Continuing matters: restarting every run at the same element would replay
+ * the same prefix of the cycle, which then sits in cache whenever a run is shorter than a lap
+ * (large working sets); continuing, every load reaches a line last touched a whole working
+ * set ago.
+ */
+static double time_chain(void ***position, size_t loads)
 {
     double begin = now_ns();
-    void **end = chase(start, loads);
+    *position = chase(*position, loads);
     double elapsed = now_ns() - begin;
-    sink += (uintptr_t)end;
+    sink += (uintptr_t)*position;
     return elapsed / (double)loads;
 }
 
 /* Smallest ns per load over `reps` runs of about `target_ns` each, after a warm-up lap. */
 static double measure(char *base, size_t count, double target_ns, int reps)
 {
-    void **start = (void **)base;
+    void **position = (void **)base;
     size_t loads = 16 * (count / 16 + 1); /* warm-up: at least one lap, caches and TLB filled */
-    double per_load = time_chain(start, loads);
+    double per_load = time_chain(&position, loads);
     while (per_load * (double)loads < 2e6) { /* calibrate on >= 2 ms */
         loads *= 2;
-        per_load = time_chain(start, loads);
+        per_load = time_chain(&position, loads);
     }
     size_t timed = (size_t)(target_ns / per_load / 16.0 + 1.0) * 16;
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
-        double t = time_chain(start, timed);
+        double t = time_chain(&position, timed);
         if (t < best)
             best = t;
     }
@@ -144,19 +151,26 @@ static uint64_t add_chain(uint64_t x, uint64_t step, long blocks)
     return x;
 }
 
-/* Running clock in GHz: adds per nanosecond, fastest of five runs of ~20 ms. */
+/*
+ * Running clock in GHz: adds per nanosecond, the fastest of 100 runs of about 1 ms. Short runs
+ * matter in a virtual machine: a run during which the host deschedules the CPU looks slow, and
+ * among many short runs most are not interrupted at all.
+ */
 static double measure_ghz(void)
 {
-    long blocks = 1000;
-    for (;;) { /* calibrate; this also lets the core ramp up to its running clock */
+    long blocks = 16;
+    double warm_until = now_ns() + 5e7; /* 50 ms of work lets the core reach its clock */
+    while (now_ns() < warm_until)
+        sink += add_chain(sink, 1, 1000);
+    for (;;) { /* calibrate a run to >= 1 ms */
         double begin = now_ns();
         sink += add_chain(sink, 1, blocks);
-        if (now_ns() - begin > 2e7)
+        if (now_ns() - begin >= 1e6)
             break;
         blocks *= 2;
     }
     double best = 0.0;
-    for (int r = 0; r < 5; r++) {
+    for (int r = 0; r < 100; r++) {
         double begin = now_ns();
         sink += add_chain(sink, 1, blocks);
         double ghz = 64.0 * (double)blocks / (now_ns() - begin);

@@ -1,0 +1,371 @@
+/* apmt's PMPI tracing library: the C bindings (used by C and C++ programs, and mpi4py).
+ *
+ * Each wrapper times the PMPI call and, when it succeeded, counts it. Arguments are looked at
+ * only after a successful call, and only those the MPI standard says are significant on the
+ * calling rank, so a wrapper never trips the MPI library's argument checks.
+ *
+ * Point-to-point bytes: count * size of the message sent (sends, and the send half of
+ * MPI_Sendrecv[_replace]) or received (MPI_Recv: the size that arrived, from the status;
+ * MPI_Irecv: the posted count, since the size is known only at the wait). Peers: the
+ * destination of a send, the source of a receive (MPI_ANY_SOURCE resolved from the status
+ * where there is one), as MPI_COMM_WORLD ranks. Waits and tests: calls and time only.
+ */
+#include "apmt_pmpi.h"
+
+#define TRACED(err) ((err) == MPI_SUCCESS && apmt_tracing)
+
+/* ---- start and finish -------------------------------------------------------------------- */
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int err = PMPI_Init(argc, argv);
+    if (err == MPI_SUCCESS)
+        apmt_start(MPI_THREAD_SINGLE);
+    return err;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int err = PMPI_Init_thread(argc, argv, required, provided);
+    if (err == MPI_SUCCESS)
+        apmt_start(*provided);
+    return err;
+}
+
+int MPI_Finalize(void)
+{
+    apmt_finish();
+    return PMPI_Finalize();
+}
+
+/* ---- sends ------------------------------------------------------------------------------- */
+
+#define BLOCKING_SEND(Name)                                                                  \
+    int MPI_##Name(const void *buf, int count, MPI_Datatype type, int dest, int tag,        \
+                   MPI_Comm comm)                                                            \
+    {                                                                                        \
+        double start = apmt_now();                                                           \
+        int err = PMPI_##Name(buf, count, type, dest, tag, comm);                            \
+        if (TRACED(err))                                                                     \
+            apmt_p2p(OP_##Name, comm, dest, count, type, start);                             \
+        return err;                                                                          \
+    }
+
+#define NONBLOCKING_SEND(Name)                                                               \
+    int MPI_##Name(const void *buf, int count, MPI_Datatype type, int dest, int tag,        \
+                   MPI_Comm comm, MPI_Request *request)                                      \
+    {                                                                                        \
+        double start = apmt_now();                                                           \
+        int err = PMPI_##Name(buf, count, type, dest, tag, comm, request);                   \
+        if (TRACED(err))                                                                     \
+            apmt_p2p(OP_##Name, comm, dest, count, type, start);                             \
+        return err;                                                                          \
+    }
+
+BLOCKING_SEND(Send)
+BLOCKING_SEND(Ssend)
+BLOCKING_SEND(Bsend)
+BLOCKING_SEND(Rsend)
+NONBLOCKING_SEND(Isend)
+NONBLOCKING_SEND(Issend)
+NONBLOCKING_SEND(Ibsend)
+NONBLOCKING_SEND(Irsend)
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                 int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                 int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    double start = apmt_now();
+    int err = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                            recvtype, source, recvtag, comm, status);
+    if (TRACED(err))
+        apmt_p2p(OP_Sendrecv, comm, dest, sendcount, sendtype, start);
+    return err;
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int sendtag,
+                         int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    double start = apmt_now();
+    int err = PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm,
+                                    status);
+    if (TRACED(err))
+        apmt_p2p(OP_Sendrecv_replace, comm, dest, count, type, start);
+    return err;
+}
+
+/* ---- receives and probes ----------------------------------------------------------------- */
+
+int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+             MPI_Status *status)
+{
+    MPI_Status own; /* the status tells the source and size even if the caller ignores it */
+    MPI_Status *used = status == MPI_STATUS_IGNORE ? &own : status;
+    double start = apmt_now();
+    int err = PMPI_Recv(buf, count, type, source, tag, comm, used);
+    if (TRACED(err))
+        apmt_received(OP_Recv, comm, source, used, count, type, start);
+    return err;
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+              MPI_Request *request)
+{
+    double start = apmt_now();
+    int err = PMPI_Irecv(buf, count, type, source, tag, comm, request);
+    if (TRACED(err))
+        apmt_p2p(OP_Irecv, comm, source, count, type, start);
+    return err;
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Status own;
+    MPI_Status *used = status == MPI_STATUS_IGNORE ? &own : status;
+    double start = apmt_now();
+    int err = PMPI_Probe(source, tag, comm, used);
+    if (TRACED(err))
+        apmt_received(OP_Probe, comm, source, used, 0, MPI_DATATYPE_NULL, start);
+    return err;
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    MPI_Status own;
+    MPI_Status *used = status == MPI_STATUS_IGNORE ? &own : status;
+    double start = apmt_now();
+    int err = PMPI_Iprobe(source, tag, comm, flag, used);
+    if (TRACED(err))
+        apmt_received(OP_Iprobe, comm, source, *flag ? used : NULL, 0, MPI_DATATYPE_NULL,
+                      start);
+    return err;
+}
+
+/* ---- waits and tests: calls and time, no bytes, no peer ---------------------------------- */
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    double start = apmt_now();
+    int err = PMPI_Wait(request, status);
+    apmt_record(OP_Wait, PEER_NONE, 0, start);
+    return err;
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    double start = apmt_now();
+    int err = PMPI_Waitall(count, requests, statuses);
+    apmt_record(OP_Waitall, PEER_NONE, 0, start);
+    return err;
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    double start = apmt_now();
+    int err = PMPI_Waitany(count, requests, index, status);
+    apmt_record(OP_Waitany, PEER_NONE, 0, start);
+    return err;
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    double start = apmt_now();
+    int err = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    apmt_record(OP_Waitsome, PEER_NONE, 0, start);
+    return err;
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    double start = apmt_now();
+    int err = PMPI_Test(request, flag, status);
+    apmt_record(OP_Test, PEER_NONE, 0, start);
+    return err;
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    double start = apmt_now();
+    int err = PMPI_Testall(count, requests, flag, statuses);
+    apmt_record(OP_Testall, PEER_NONE, 0, start);
+    return err;
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+{
+    double start = apmt_now();
+    int err = PMPI_Testany(count, requests, index, flag, status);
+    apmt_record(OP_Testany, PEER_NONE, 0, start);
+    return err;
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    double start = apmt_now();
+    int err = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+    apmt_record(OP_Testsome, PEER_NONE, 0, start);
+    return err;
+}
+
+/* ---- collectives (bytes: see collectives.c) ---------------------------------------------- */
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Bcast(buf, count, type, root, comm);
+    if (TRACED(err))
+        apmt_bcast(count, type, start);
+    return err;
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+               int root, MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+    if (TRACED(err))
+        apmt_reduction(OP_Reduce, count, type, start);
+    return err;
+}
+
+#define REDUCTION(Name)                                                                      \
+    int MPI_##Name(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,        \
+                   MPI_Op op, MPI_Comm comm)                                                 \
+    {                                                                                        \
+        double start = apmt_now();                                                           \
+        int err = PMPI_##Name(sendbuf, recvbuf, count, type, op, comm);                      \
+        if (TRACED(err))                                                                     \
+            apmt_reduction(OP_##Name, count, type, start);                                   \
+        return err;                                                                          \
+    }
+
+REDUCTION(Allreduce)
+REDUCTION(Scan)
+REDUCTION(Exscan)
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                       MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
+    if (TRACED(err))
+        apmt_reduce_scatter(recvcounts, type, comm, start);
+    return err;
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
+    if (TRACED(err))
+        apmt_reduce_scatter_block(recvcount, type, comm, start);
+    return err;
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (TRACED(err))
+        apmt_alltoall(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype, comm,
+                      start);
+    return err;
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                             rdispls, recvtype, comm);
+    if (TRACED(err))
+        apmt_alltoallv(sendbuf == MPI_IN_PLACE, sendcounts, sendtype, recvcounts, recvtype,
+                       comm, start);
+    return err;
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (TRACED(err))
+        apmt_allgather(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype,
+                       start);
+    return err;
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                              recvtype, comm);
+    if (TRACED(err))
+        apmt_allgatherv(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcounts, recvtype,
+                        comm, start);
+    return err;
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                          comm);
+    if (TRACED(err))
+        apmt_gather(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype, start);
+    return err;
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                           recvtype, root, comm);
+    if (TRACED(err))
+        apmt_gatherv(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcounts, recvtype, root,
+                     start);
+    return err;
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                           comm);
+    if (TRACED(err))
+        apmt_scatter(recvbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype, start);
+    return err;
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                            recvtype, root, comm);
+    if (TRACED(err))
+        apmt_scatterv(recvbuf == MPI_IN_PLACE, sendcounts, sendtype, recvcount, recvtype, root,
+                      start);
+    return err;
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    double start = apmt_now();
+    int err = PMPI_Barrier(comm);
+    if (TRACED(err))
+        apmt_barrier(start);
+    return err;
+}

@@ -1,0 +1,469 @@
+/* apmt's PMPI tracing library: the Fortran bindings (mpif.h, use mpi, use mpi_f08).
+ *
+ * Fortran programs never reach the C wrappers: the MPI library's Fortran bindings call the C
+ * PMPI_ functions directly (Open MPI's mpi_send_ is an alias of its ompi_send_f, which calls
+ * PMPI_Send). So the Fortran symbols are wrapped too, in every spelling a Fortran compiler
+ * may produce (mpi_send, mpi_send_, mpi_send__, MPI_SEND), plus the mpi_f08 ones
+ * (mpi_send_f08_).
+ *
+ * Each wrapper calls the library's Fortran profiling entry (pmpi_send_, pmpi_send_f08_),
+ * which every MPI library exports as the standard's Fortran profiling interface, and which
+ * does all the Fortran conversions (handles, MPI_IN_PLACE, MPI_BOTTOM, statuses, request
+ * arrays, 1-based indices) exactly as the unwrapped call would. The wrapper itself only reads
+ * the integer arguments it counts and converts the handles it needs with PMPI_*_f2c.
+ *
+ * mpi_f08: Open MPI 4.1 passes TYPE(MPI_Comm) and the other handle types by reference as a
+ * struct holding one INTEGER, TYPE(MPI_Status) with the layout of an INTEGER status array,
+ * choice buffers as plain addresses, and ierror as an optional argument (a null pointer when
+ * absent): so an f08 entry has the same C signature as the mpif.h one. The pmpi_*_f08_
+ * entries are weak references: they are only called from mpi_*_f08_, which only a program
+ * linked with the f08 library calls.
+ */
+#include "apmt_pmpi.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define WEAK __attribute__((weak))
+#define TRACED(ierr) (*(ierr) == MPI_SUCCESS && apmt_tracing)
+
+typedef MPI_Fint F; /* INTEGER, handles and LOGICAL alike */
+
+/* Room for a Fortran status (MPI_STATUS_SIZE integers) whatever the library's size. */
+#define F_STATUS_SIZE (sizeof(MPI_Status) / sizeof(F) + 8)
+
+/* An f08 call may omit ierror: use a local one, to tell whether the call succeeded. */
+#define OPTIONAL_IERROR(ierr)                                                                \
+    F own_ierror = MPI_SUCCESS;                                                              \
+    if (!(ierr))                                                                             \
+    (ierr) = &own_ierror
+
+/* Fortran's MPI_IN_PLACE is a variable whose address is the sentinel; Open MPI names it
+ * mpi_fortran_in_place_ (in every spelling) for mpif.h, use mpi and use mpi_f08 alike. */
+extern F mpi_fortran_in_place WEAK, mpi_fortran_in_place_ WEAK, mpi_fortran_in_place__ WEAK,
+    MPI_FORTRAN_IN_PLACE WEAK;
+
+static int in_place(const void *buf)
+{
+    return buf != NULL
+           && (buf == &mpi_fortran_in_place || buf == &mpi_fortran_in_place_
+               || buf == &mpi_fortran_in_place__ || buf == &MPI_FORTRAN_IN_PLACE);
+}
+
+/* The C view of a Fortran status, for the source and size of what arrived. */
+static MPI_Status c_status(const F *status)
+{
+    MPI_Status converted;
+    PMPI_Status_f2c(status, &converted);
+    return converted;
+}
+
+static void missing(const char *name)
+{
+    fprintf(stderr, "apmt-pmpi: the MPI library has no %s\n", name);
+    abort();
+}
+
+#define NEED(entry) ((entry) ? (entry) : (missing(#entry), (entry)))
+
+/* Define the Fortran entries of one MPI function `lower` (upper case: UPPER) with parameters
+ * PARAMS: each sets `pmpi` to the profiling entry of its binding and runs CALL. */
+#define ENTRIES(lower, UPPER, type, PARAMS, CALL)                                            \
+    extern type pmpi_##lower##_ WEAK, pmpi_##lower##_f08_ WEAK;                              \
+    void mpi_##lower(PARAMS);                                                                \
+    void mpi_##lower##_(PARAMS);                                                             \
+    void mpi_##lower##__(PARAMS);                                                            \
+    void MPI_##UPPER(PARAMS);                                                                \
+    void mpi_##lower##_f08_(PARAMS);                                                         \
+    void mpi_##lower(PARAMS)                                                                 \
+    {                                                                                        \
+        type *pmpi = NEED(pmpi_##lower##_);                                                  \
+        CALL;                                                                                \
+    }                                                                                        \
+    void mpi_##lower##_(PARAMS)                                                              \
+    {                                                                                        \
+        type *pmpi = NEED(pmpi_##lower##_);                                                  \
+        CALL;                                                                                \
+    }                                                                                        \
+    void mpi_##lower##__(PARAMS)                                                             \
+    {                                                                                        \
+        type *pmpi = NEED(pmpi_##lower##_);                                                  \
+        CALL;                                                                                \
+    }                                                                                        \
+    void MPI_##UPPER(PARAMS)                                                                 \
+    {                                                                                        \
+        type *pmpi = NEED(pmpi_##lower##_);                                                  \
+        CALL;                                                                                \
+    }                                                                                        \
+    void mpi_##lower##_f08_(PARAMS)                                                          \
+    {                                                                                        \
+        type *pmpi = NEED(pmpi_##lower##_f08_);                                              \
+        CALL;                                                                                \
+    }
+
+/* ---- start and finish -------------------------------------------------------------------- */
+
+#define INIT_PARAMS F *ierr
+typedef void init_fn(INIT_PARAMS);
+
+static void f_init(init_fn *pmpi, INIT_PARAMS)
+{
+    OPTIONAL_IERROR(ierr);
+    pmpi(ierr);
+    if (*ierr == MPI_SUCCESS)
+        apmt_start(MPI_THREAD_SINGLE);
+}
+
+static void f_finalize(init_fn *pmpi, INIT_PARAMS)
+{
+    apmt_finish();
+    pmpi(ierr);
+}
+
+ENTRIES(init, INIT, init_fn, INIT_PARAMS, f_init(pmpi, ierr))
+ENTRIES(finalize, FINALIZE, init_fn, INIT_PARAMS, f_finalize(pmpi, ierr))
+
+#define INIT_THREAD_PARAMS const F *required, F *provided, F *ierr
+typedef void init_thread_fn(INIT_THREAD_PARAMS);
+
+static void f_init_thread(init_thread_fn *pmpi, INIT_THREAD_PARAMS)
+{
+    OPTIONAL_IERROR(ierr);
+    pmpi(required, provided, ierr);
+    if (*ierr == MPI_SUCCESS)
+        apmt_start(*provided);
+}
+
+ENTRIES(init_thread, INIT_THREAD, init_thread_fn, INIT_THREAD_PARAMS,
+        f_init_thread(pmpi, required, provided, ierr))
+
+/* ---- sends (bytes and peers as in wrap_c.c) ---------------------------------------------- */
+
+#define SEND_PARAMS                                                                          \
+    const void *buf, const F *count, const F *type, const F *dest, const F *tag,            \
+        const F *comm, F *ierr
+#define SEND_ARGS buf, count, type, dest, tag, comm, ierr
+typedef void send_fn(SEND_PARAMS);
+
+static void f_send(send_fn *pmpi, enum apmt_op op, SEND_PARAMS)
+{
+    OPTIONAL_IERROR(ierr);
+    double start = apmt_now();
+    pmpi(SEND_ARGS);
+    if (TRACED(ierr))
+        apmt_p2p(op, PMPI_Comm_f2c(*comm), *dest, *count, PMPI_Type_f2c(*type), start);
+}
+
+ENTRIES(send, SEND, send_fn, SEND_PARAMS, f_send(pmpi, OP_Send, SEND_ARGS))
+ENTRIES(ssend, SSEND, send_fn, SEND_PARAMS, f_send(pmpi, OP_Ssend, SEND_ARGS))
+ENTRIES(bsend, BSEND, send_fn, SEND_PARAMS, f_send(pmpi, OP_Bsend, SEND_ARGS))
+ENTRIES(rsend, RSEND, send_fn, SEND_PARAMS, f_send(pmpi, OP_Rsend, SEND_ARGS))
+
+#define ISEND_PARAMS                                                                         \
+    const void *buf, const F *count, const F *type, const F *dest, const F *tag,            \
+        const F *comm, F *request, F *ierr
+#define ISEND_ARGS buf, count, type, dest, tag, comm, request, ierr
+typedef void isend_fn(ISEND_PARAMS);
+
+static void f_isend(isend_fn *pmpi, enum apmt_op op, ISEND_PARAMS)
+{
+    OPTIONAL_IERROR(ierr);
+    double start = apmt_now();
+    pmpi(ISEND_ARGS);
+    if (TRACED(ierr))
+        apmt_p2p(op, PMPI_Comm_f2c(*comm), *dest, *count, PMPI_Type_f2c(*type), start);
+}
+
+ENTRIES(isend, ISEND, isend_fn, ISEND_PARAMS, f_isend(pmpi, OP_Isend, ISEND_ARGS))
+ENTRIES(issend, ISSEND, isend_fn, ISEND_PARAMS, f_isend(pmpi, OP_Issend, ISEND_ARGS))
+ENTRIES(ibsend, IBSEND, isend_fn, ISEND_PARAMS, f_isend(pmpi, OP_Ibsend, ISEND_ARGS))
+ENTRIES(irsend, IRSEND, isend_fn, ISEND_PARAMS, f_isend(pmpi, OP_Irsend, ISEND_ARGS))
+/* MPI_Irecv has the same Fortran signature, with the source in place of dest */
+ENTRIES(irecv, IRECV, isend_fn, ISEND_PARAMS, f_isend(pmpi, OP_Irecv, ISEND_ARGS))
+
+#define SENDRECV_PARAMS                                                                      \
+    const void *sendbuf, const F *sendcount, const F *sendtype, const F *dest,              \
+        const F *sendtag, void *recvbuf, const F *recvcount, const F *recvtype,              \
+        const F *source, const F *recvtag, const F *comm, F *status, F *ierr
+#define SENDRECV_ARGS                                                                        \
+    sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,      \
+        recvtag, comm, status, ierr
+typedef void sendrecv_fn(SENDRECV_PARAMS);
+
+static void f_sendrecv(sendrecv_fn *pmpi, SENDRECV_PARAMS)
+{
+    OPTIONAL_IERROR(ierr);
+    double start = apmt_now();
+    pmpi(SENDRECV_ARGS);
+    if (TRACED(ierr))
+        apmt_p2p(OP_Sendrecv, PMPI_Comm_f2c(*comm), *dest, *sendcount,
+                 PMPI_Type_f2c(*sendtype), start);
+}
+
+ENTRIES(sendrecv, SENDRECV, sendrecv_fn, SENDRECV_PARAMS, f_sendrecv(pmpi, SENDRECV_ARGS))
+
+#define SENDRECV_REPLACE_PARAMS                                                              \
+    void *buf, const F *count, const F *type, const F *dest, const F *sendtag,              \
+        const F *source, const F *recvtag, const F *comm, F *status, F *ierr
+#define SENDRECV_REPLACE_ARGS buf, count, type, dest, sendtag, source, recvtag, comm, status, ierr
+typedef void sendrecv_replace_fn(SENDRECV_REPLACE_PARAMS);
+
+static void f_sendrecv_replace(sendrecv_replace_fn *pmpi, SENDRECV_REPLACE_PARAMS)
+{
+    OPTIONAL_IERROR(ierr);
+    double start = apmt_now();
+    pmpi(SENDRECV_REPLACE_ARGS);
+    if (TRACED(ierr))
+        apmt_p2p(OP_Sendrecv_replace, PMPI_Comm_f2c(*comm), *dest, *count,
+                 PMPI_Type_f2c(*type), start);
+}
+
+ENTRIES(sendrecv_replace, SENDRECV_REPLACE, sendrecv_replace_fn, SENDRECV_REPLACE_PARAMS,
+        f_sendrecv_replace(pmpi, SENDRECV_REPLACE_ARGS))
+
+/* ---- receives and probes ----------------------------------------------------------------- */
+
+#define RECV_PARAMS                                                                          \
+    void *buf, const F *count, const F *type, const F *source, const F *tag, const F *comm, \
+        F *status, F *ierr
+#define RECV_ARGS buf, count, type, source, tag, comm, status, ierr
+typedef void recv_fn(RECV_PARAMS);
+
+static void f_recv(recv_fn *pmpi, RECV_PARAMS)
+{
+    F own[F_STATUS_SIZE]; /* the status tells the source and size even if the caller ignores
+                             it (Fortran's MPI_STATUS_IGNORE is MPI_F_STATUS_IGNORE in C) */
+    OPTIONAL_IERROR(ierr);
+    if (status == MPI_F_STATUS_IGNORE)
+        status = own;
+    double start = apmt_now();
+    pmpi(RECV_ARGS);
+    if (TRACED(ierr)) {
+        MPI_Status received = c_status(status);
+        apmt_received(OP_Recv, PMPI_Comm_f2c(*comm), *source, &received, *count,
+                      PMPI_Type_f2c(*type), start);
+    }
+}
+
+ENTRIES(recv, RECV, recv_fn, RECV_PARAMS, f_recv(pmpi, RECV_ARGS))
+
+#define PROBE_PARAMS const F *source, const F *tag, const F *comm, F *status, F *ierr
+typedef void probe_fn(PROBE_PARAMS);
+
+static void f_probe(probe_fn *pmpi, PROBE_PARAMS)
+{
+    F own[F_STATUS_SIZE];
+    OPTIONAL_IERROR(ierr);
+    if (status == MPI_F_STATUS_IGNORE)
+        status = own;
+    double start = apmt_now();
+    pmpi(source, tag, comm, status, ierr);
+    if (TRACED(ierr)) {
+        MPI_Status found = c_status(status);
+        apmt_received(OP_Probe, PMPI_Comm_f2c(*comm), *source, &found, 0, MPI_DATATYPE_NULL,
+                      start);
+    }
+}
+
+ENTRIES(probe, PROBE, probe_fn, PROBE_PARAMS, f_probe(pmpi, source, tag, comm, status, ierr))
+
+#define IPROBE_PARAMS const F *source, const F *tag, const F *comm, F *flag, F *status, F *ierr
+typedef void iprobe_fn(IPROBE_PARAMS);
+
+static void f_iprobe(iprobe_fn *pmpi, IPROBE_PARAMS)
+{
+    F own[F_STATUS_SIZE];
+    OPTIONAL_IERROR(ierr);
+    if (status == MPI_F_STATUS_IGNORE)
+        status = own;
+    double start = apmt_now();
+    pmpi(source, tag, comm, flag, status, ierr);
+    if (TRACED(ierr)) {
+        MPI_Status found = c_status(status);
+        apmt_received(OP_Iprobe, PMPI_Comm_f2c(*comm), *source, *flag ? &found : NULL, 0,
+                      MPI_DATATYPE_NULL, start);
+    }
+}
+
+ENTRIES(iprobe, IPROBE, iprobe_fn, IPROBE_PARAMS,
+        f_iprobe(pmpi, source, tag, comm, flag, status, ierr))
+
+/* ---- waits and tests: calls and time ----------------------------------------------------- */
+
+/* The call, timed and counted whether or not it succeeded (nothing else is looked at). */
+#define COUNTED(op, call)                                                                    \
+    do {                                                                                     \
+        double start = apmt_now();                                                           \
+        call;                                                                                \
+        apmt_record(op, PEER_NONE, 0, start);                                                \
+    } while (0)
+
+#define WAIT_PARAMS F *request, F *status, F *ierr
+typedef void wait_fn(WAIT_PARAMS);
+ENTRIES(wait, WAIT, wait_fn, WAIT_PARAMS, COUNTED(OP_Wait, pmpi(request, status, ierr)))
+
+#define WAITALL_PARAMS const F *count, F *requests, F *statuses, F *ierr
+typedef void waitall_fn(WAITALL_PARAMS);
+ENTRIES(waitall, WAITALL, waitall_fn, WAITALL_PARAMS,
+        COUNTED(OP_Waitall, pmpi(count, requests, statuses, ierr)))
+
+#define WAITANY_PARAMS const F *count, F *requests, F *index, F *status, F *ierr
+typedef void waitany_fn(WAITANY_PARAMS);
+ENTRIES(waitany, WAITANY, waitany_fn, WAITANY_PARAMS,
+        COUNTED(OP_Waitany, pmpi(count, requests, index, status, ierr)))
+
+#define SOME_PARAMS const F *incount, F *requests, F *outcount, F *indices, F *statuses, F *ierr
+typedef void some_fn(SOME_PARAMS);
+ENTRIES(waitsome, WAITSOME, some_fn, SOME_PARAMS,
+        COUNTED(OP_Waitsome, pmpi(incount, requests, outcount, indices, statuses, ierr)))
+ENTRIES(testsome, TESTSOME, some_fn, SOME_PARAMS,
+        COUNTED(OP_Testsome, pmpi(incount, requests, outcount, indices, statuses, ierr)))
+
+#define TEST_PARAMS F *request, F *flag, F *status, F *ierr
+typedef void test_fn(TEST_PARAMS);
+ENTRIES(test, TEST, test_fn, TEST_PARAMS, COUNTED(OP_Test, pmpi(request, flag, status, ierr)))
+
+#define TESTALL_PARAMS const F *count, F *requests, F *flag, F *statuses, F *ierr
+typedef void testall_fn(TESTALL_PARAMS);
+ENTRIES(testall, TESTALL, testall_fn, TESTALL_PARAMS,
+        COUNTED(OP_Testall, pmpi(count, requests, flag, statuses, ierr)))
+
+#define TESTANY_PARAMS const F *count, F *requests, F *index, F *flag, F *status, F *ierr
+typedef void testany_fn(TESTANY_PARAMS);
+ENTRIES(testany, TESTANY, testany_fn, TESTANY_PARAMS,
+        COUNTED(OP_Testany, pmpi(count, requests, index, flag, status, ierr)))
+
+/* ---- collectives (bytes: see collectives.c) ---------------------------------------------- */
+
+/* Run a collective's CALL and, when it succeeded, COUNT it. */
+#define COLLECTIVE(call, count)                                                              \
+    do {                                                                                     \
+        OPTIONAL_IERROR(ierr);                                                               \
+        double start = apmt_now();                                                           \
+        call;                                                                                \
+        if (TRACED(ierr))                                                                    \
+            count;                                                                           \
+    } while (0)
+
+#define BARRIER_PARAMS const F *comm, F *ierr
+typedef void barrier_fn(BARRIER_PARAMS);
+ENTRIES(barrier, BARRIER, barrier_fn, BARRIER_PARAMS,
+        COLLECTIVE(pmpi(comm, ierr), apmt_barrier(start)))
+
+#define BCAST_PARAMS void *buf, const F *count, const F *type, const F *root, const F *comm, F *ierr
+typedef void bcast_fn(BCAST_PARAMS);
+ENTRIES(bcast, BCAST, bcast_fn, BCAST_PARAMS,
+        COLLECTIVE(pmpi(buf, count, type, root, comm, ierr),
+                   apmt_bcast(*count, PMPI_Type_f2c(*type), start)))
+
+#define REDUCE_PARAMS                                                                        \
+    const void *sendbuf, void *recvbuf, const F *count, const F *type, const F *op,         \
+        const F *root, const F *comm, F *ierr
+typedef void reduce_fn(REDUCE_PARAMS);
+ENTRIES(reduce, REDUCE, reduce_fn, REDUCE_PARAMS,
+        COLLECTIVE(pmpi(sendbuf, recvbuf, count, type, op, root, comm, ierr),
+                   apmt_reduction(OP_Reduce, *count, PMPI_Type_f2c(*type), start)))
+
+#define ALLREDUCE_PARAMS                                                                     \
+    const void *sendbuf, void *recvbuf, const F *count, const F *type, const F *op,         \
+        const F *comm, F *ierr
+#define ALLREDUCE_ARGS sendbuf, recvbuf, count, type, op, comm, ierr
+typedef void allreduce_fn(ALLREDUCE_PARAMS);
+ENTRIES(allreduce, ALLREDUCE, allreduce_fn, ALLREDUCE_PARAMS,
+        COLLECTIVE(pmpi(ALLREDUCE_ARGS),
+                   apmt_reduction(OP_Allreduce, *count, PMPI_Type_f2c(*type), start)))
+ENTRIES(scan, SCAN, allreduce_fn, ALLREDUCE_PARAMS,
+        COLLECTIVE(pmpi(ALLREDUCE_ARGS),
+                   apmt_reduction(OP_Scan, *count, PMPI_Type_f2c(*type), start)))
+ENTRIES(exscan, EXSCAN, allreduce_fn, ALLREDUCE_PARAMS,
+        COLLECTIVE(pmpi(ALLREDUCE_ARGS),
+                   apmt_reduction(OP_Exscan, *count, PMPI_Type_f2c(*type), start)))
+/* MPI_Reduce_scatter_block: the same signature, with recvcount in place of count */
+ENTRIES(reduce_scatter_block, REDUCE_SCATTER_BLOCK, allreduce_fn, ALLREDUCE_PARAMS,
+        COLLECTIVE(pmpi(ALLREDUCE_ARGS),
+                   apmt_reduce_scatter_block(*count, PMPI_Type_f2c(*type),
+                                             PMPI_Comm_f2c(*comm), start)))
+
+#define REDUCE_SCATTER_PARAMS                                                                \
+    const void *sendbuf, void *recvbuf, const F *recvcounts, const F *type, const F *op,    \
+        const F *comm, F *ierr
+typedef void reduce_scatter_fn(REDUCE_SCATTER_PARAMS);
+ENTRIES(reduce_scatter, REDUCE_SCATTER, reduce_scatter_fn, REDUCE_SCATTER_PARAMS,
+        COLLECTIVE(pmpi(sendbuf, recvbuf, recvcounts, type, op, comm, ierr),
+                   apmt_reduce_scatter(recvcounts, PMPI_Type_f2c(*type), PMPI_Comm_f2c(*comm),
+                                       start)))
+
+#define ALLTOALL_PARAMS                                                                      \
+    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,              \
+        const F *recvcount, const F *recvtype, const F *comm, F *ierr
+#define ALLTOALL_ARGS sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr
+typedef void alltoall_fn(ALLTOALL_PARAMS);
+ENTRIES(alltoall, ALLTOALL, alltoall_fn, ALLTOALL_PARAMS,
+        COLLECTIVE(pmpi(ALLTOALL_ARGS),
+                   apmt_alltoall(in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                                 *recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm),
+                                 start)))
+ENTRIES(allgather, ALLGATHER, alltoall_fn, ALLTOALL_PARAMS,
+        COLLECTIVE(pmpi(ALLTOALL_ARGS),
+                   apmt_allgather(in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                                  *recvcount, PMPI_Type_f2c(*recvtype), start)))
+
+#define ALLTOALLV_PARAMS                                                                     \
+    const void *sendbuf, const F *sendcounts, const F *sdispls, const F *sendtype,          \
+        void *recvbuf, const F *recvcounts, const F *rdispls, const F *recvtype,             \
+        const F *comm, F *ierr
+typedef void alltoallv_fn(ALLTOALLV_PARAMS);
+ENTRIES(alltoallv, ALLTOALLV, alltoallv_fn, ALLTOALLV_PARAMS,
+        COLLECTIVE(pmpi(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                        recvtype, comm, ierr),
+                   apmt_alltoallv(in_place(sendbuf), sendcounts, PMPI_Type_f2c(*sendtype),
+                                  recvcounts, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm),
+                                  start)))
+
+#define ALLGATHERV_PARAMS                                                                    \
+    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,              \
+        const F *recvcounts, const F *displs, const F *recvtype, const F *comm, F *ierr
+typedef void allgatherv_fn(ALLGATHERV_PARAMS);
+ENTRIES(allgatherv, ALLGATHERV, allgatherv_fn, ALLGATHERV_PARAMS,
+        COLLECTIVE(pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                        comm, ierr),
+                   apmt_allgatherv(in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                                   recvcounts, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm),
+                                   start)))
+
+#define GATHER_PARAMS                                                                        \
+    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,              \
+        const F *recvcount, const F *recvtype, const F *root, const F *comm, F *ierr
+#define GATHER_ARGS                                                                          \
+    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr
+typedef void gather_fn(GATHER_PARAMS);
+ENTRIES(gather, GATHER, gather_fn, GATHER_PARAMS,
+        COLLECTIVE(pmpi(GATHER_ARGS),
+                   apmt_gather(in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                               *recvcount, PMPI_Type_f2c(*recvtype), start)))
+ENTRIES(scatter, SCATTER, gather_fn, GATHER_PARAMS,
+        COLLECTIVE(pmpi(GATHER_ARGS),
+                   apmt_scatter(in_place(recvbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                                *recvcount, PMPI_Type_f2c(*recvtype), start)))
+
+#define GATHERV_PARAMS                                                                       \
+    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,              \
+        const F *recvcounts, const F *displs, const F *recvtype, const F *root,              \
+        const F *comm, F *ierr
+typedef void gatherv_fn(GATHERV_PARAMS);
+ENTRIES(gatherv, GATHERV, gatherv_fn, GATHERV_PARAMS,
+        COLLECTIVE(pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                        root, comm, ierr),
+                   apmt_gatherv(in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                                recvcounts, PMPI_Type_f2c(*recvtype), *root, start)))
+
+#define SCATTERV_PARAMS                                                                      \
+    const void *sendbuf, const F *sendcounts, const F *displs, const F *sendtype,           \
+        void *recvbuf, const F *recvcount, const F *recvtype, const F *root, const F *comm,  \
+        F *ierr
+typedef void scatterv_fn(SCATTERV_PARAMS);
+ENTRIES(scatterv, SCATTERV, scatterv_fn, SCATTERV_PARAMS,
+        COLLECTIVE(pmpi(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+                        root, comm, ierr),
+                   apmt_scatterv(in_place(recvbuf), sendcounts, PMPI_Type_f2c(*sendtype),
+                                 *recvcount, PMPI_Type_f2c(*recvtype), *root, start)))

@@ -1,0 +1,592 @@
+"""Counter backends: CPU detection and event files, scheduling, the perf and cachegrind parsers
+(on real recordings, and on synthetic text in perf's format for hardware events, see
+fixtures/perf/README.md), and real runs of a small MPI program under each wrapper."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from apmt.collect.backends import cpu
+from apmt.collect.backends.cachegrind import (
+    Cachegrind,
+    cache_geometry,
+    function_kernel,
+    read_out,
+)
+from apmt.collect.backends.perf import (
+    PerfClock,
+    check_events_accepted,
+    kernel_name,
+    parse_report,
+    report_text,
+    stat_problem,
+)
+from apmt.collect.backends.registry import make_backend
+from apmt.errors import ApmtError
+from apmt.kernels import is_mpi
+from apmt.machine import load_machine
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PERF_FIXTURES = FIXTURES / "perf"
+PROGRAM = FIXTURES / "backends" / "two_kernels.c"
+
+
+def cpuinfo(vendor: str, family: int, model: int, name: str = "test CPU") -> str:
+    """Text in /proc/cpuinfo's shape for one logical processor."""
+    return (f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\n"
+            f"model\t\t: {model}\nmodel name\t: {name}\nstepping\t: 2\n\n"
+            f"processor\t: 1\nvendor_id\t: {vendor}\n")
+
+
+HASWELL_EP = cpuinfo("GenuineIntel", 6, 0x3F, "Intel(R) Xeon(R) CPU E5-2698 v3 @ 2.30GHz")
+SKYLAKE = cpuinfo("GenuineIntel", 6, 0x5E, "Intel(R) Core(TM) i7-6700 CPU @ 3.40GHz")
+ICELAKE_SP = cpuinfo("GenuineIntel", 6, 0x6A, "Intel(R) Xeon(R) Gold 6338 CPU")
+SAPPHIRE = cpuinfo("GenuineIntel", 6, 0x8F, "Intel(R) Xeon(R) Platinum 8480+")
+ZEN1 = cpuinfo("AuthenticAMD", 0x17, 0x01, "AMD EPYC 7601")
+ZEN2 = cpuinfo("AuthenticAMD", 0x17, 0x31, "AMD EPYC 7742")
+ZEN3 = cpuinfo("AuthenticAMD", 0x19, 0x01, "AMD EPYC 7763")
+ZEN4 = cpuinfo("AuthenticAMD", 0x19, 0x11, "AMD EPYC 9654")
+ARM = "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n\n"
+
+
+def one_line(error: pytest.ExceptionInfo) -> str:
+    message = str(error.value)
+    assert "\n" not in message
+    return message
+
+
+def copy_run(name: str, tmp_path: Path) -> Path:
+    run = tmp_path / name
+    shutil.copytree(PERF_FIXTURES / name, run)
+    return run
+
+
+# ---------------------------------------------------------------- CPU and event files
+
+
+def test_detect_cpu_reads_this_machine():
+    found = cpu.detect_cpu()
+    if not Path("/proc/cpuinfo").exists():
+        pytest.skip("no /proc/cpuinfo")
+    assert found.describe()
+    if found.vendor in ("GenuineIntel", "AuthenticAMD"):
+        assert found.family is not None and found.model is not None
+
+
+@pytest.mark.parametrize("text, family_file, counters", [
+    (HASWELL_EP, "intel-haswell", 4), (SKYLAKE, "intel-skylake", 4),
+    (ICELAKE_SP, "intel-skylake", 8), (SAPPHIRE, "intel-skylake", 8),
+    (ZEN1, "amd-zen", 6), (ZEN3, "amd-zen", 6), (ZEN4, "amd-zen", 6), (ARM, "generic", 4),
+    (cpuinfo("GenuineIntel", 6, 0x97, "Alder Lake"), "generic", 4),
+])
+def test_cpu_chooses_its_event_file(text, family_file, counters):
+    event_map = cpu.load_event_map(cpu.detect_cpu(text))
+    assert event_map.name == family_file
+    assert event_map.counters == counters
+
+
+def test_event_maps_hold_the_papers_events_and_leave_out_what_a_family_cannot_count():
+    haswell = cpu.load_event_map(cpu.detect_cpu(HASWELL_EP))
+    assert haswell.metrics["cycles"].events == ("cpu_clk_unhalted.thread_p",)
+    assert haswell.metrics["instructions"].events == ("inst_retired.any_p",)
+    assert haswell.metrics["l1_hits"].events == ("mem_load_uops_retired.l1_hit",)
+    assert haswell.metrics["mem_loads"].events == ("mem_uops_retired.all_loads",)
+    assert len(haswell.metrics["dtlb_misses"].events) == 2
+    assert "stall_cycles" not in haswell.metrics          # no load-buffer event documented
+    sapphire = cpu.load_event_map(cpu.detect_cpu(SAPPHIRE))
+    assert "l1i_misses" not in sapphire.metrics and "l1i_misses" in sapphire.absent
+    zen1, zen2 = (cpu.load_event_map(cpu.detect_cpu(t)) for t in (ZEN1, ZEN2))
+    assert "stall_cycles" not in zen1.metrics and "stall_cycles" in zen2.metrics
+    assert zen2.metrics["stall_cycles"].slots == 2
+    zen4 = cpu.load_event_map(cpu.detect_cpu(ZEN4))
+    assert "l1i_accesses" not in zen4.metrics and "itlb_misses" not in zen4.metrics
+    assert "fp_ops" not in zen4.metrics and "stall_cycles" in zen4.metrics
+    zen3 = cpu.load_event_map(cpu.detect_cpu(ZEN3))
+    assert zen3.slots_of["fp_ret_sse_avx_ops.all"] == 2
+
+
+@pytest.mark.parametrize("name", cpu.shipped_event_files())
+def test_shipped_event_files_are_valid(name):
+    data = cpu.read_event_file(name)
+    for metric, entry in data["metrics"].items():
+        assert metric in cpu.KNOWN_METRICS
+        events = entry["events"] if isinstance(entry, dict) else entry
+        if isinstance(events, list) and len(events) > 1:
+            assert entry["combine"] == "sum"
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("metrics: {flops: [x]}", "unknown metric 'flops'"),
+    ("metrics: {dtlb_misses: [a, b]}", "2 events need 'combine: sum'"),
+    ("metrics: {cycles: []}", "'events' must be an event name"),
+])
+def test_bad_event_file_is_one_clear_line(tmp_path, body, expected):
+    path = tmp_path / "site.yaml"
+    path.write_text(f"name: site\ncounters: 4\ncpus: any\n{body}\n")
+    with pytest.raises(ApmtError) as error:
+        cpu.read_event_file(path)
+    assert expected in one_line(error)
+
+
+def test_an_event_file_for_another_cpu_is_refused():
+    with pytest.raises(ApmtError) as error:
+        cpu.load_event_map(cpu.detect_cpu(ZEN3), "intel-haswell")
+    assert "does not cover this CPU (AuthenticAMD family 0x19 model 0x1" in one_line(error)
+
+
+def test_unknown_event_file_lists_the_shipped_ones():
+    with pytest.raises(ApmtError) as error:
+        cpu.read_event_file("intel-pentium4")
+    assert "intel-haswell" in one_line(error)
+
+
+@pytest.mark.parametrize("printed, key", [
+    ("cpu_clk_unhalted.thread_p:u", "cpu_clk_unhalted.thread_p"),
+    ("MEM_LOAD_UOPS_RETIRED.L1_HIT:ppp", "mem_load_uops_retired.l1_hit"),
+    ("cpu/event=0xae,umask=0x02,name=load_queue_token_stall/u", "load_queue_token_stall"),
+    ("cpu_core/cycles/", "cycles"),
+    ("cpu/event=0x45,umask=0xf0/", "cpu/event=0x45,umask=0xf0/"),
+    ("L1-icache-load-misses", "l1-icache-load-misses"),
+])
+def test_event_key_matches_what_perf_prints(printed, key):
+    assert cpu.event_key(printed) == key
+
+
+# ---------------------------------------------------------------- PMU and permissions
+
+
+def test_stat_answer_without_pmu_is_a_real_recording():
+    text = (PERF_FIXTURES / "stat-no-pmu.txt").read_text()
+    answers, why = cpu.parse_stat_answer(text)
+    assert not answers and "<not supported>" in why
+    # perf stat -x, prints value,unit,event,run time,percentage,... when the PMU counts
+    assert cpu.parse_stat_answer("1234567,,instructions,402133,100.00,,\n")[0]
+
+
+def test_paranoid_levels():
+    assert cpu.check_paranoid(3, True) == ""
+    assert cpu.check_paranoid(1, False) == ""
+    assert cpu.check_paranoid(2, False) == "u"
+    with pytest.raises(ApmtError) as error:
+        cpu.check_paranoid(3, False)
+    assert "perf_event_paranoid is 3" in one_line(error)
+
+
+def test_perf_stat_problems_name_the_event():
+    syntax = ("event syntax error: 'mem_load_retired.l1_hit'\n"
+              "                     \\___ parser error\n")
+    problem = stat_problem(syntax, 129, ["mem_load_retired.l1_hit"])
+    assert problem == ("perf does not accept event 'mem_load_retired.l1_hit' on this CPU "
+                       "(parser error)")
+    unsupported = "<not supported>,,cycles,0,100.00,,\n"
+    assert "'cycles' is not supported" in stat_problem(unsupported, 0, ["cycles"])
+    assert stat_problem("123,,cycles,100,100.00,,\n", 0, ["cycles"]) == ""
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_perf_rejects_events_this_cpu_does_not_have():
+    check_events_accepted(["cpu-clock"])
+    if cpu.pmu_answers()[0]:
+        pytest.skip("this machine has a hardware PMU")
+    with pytest.raises(ApmtError) as error:
+        check_events_accepted(["cpu-clock", "cycles"])
+    assert "event 'cycles' is not supported" in one_line(error)
+    with pytest.raises(ApmtError) as error:
+        check_events_accepted(["cpu/event=0xae,umask=0x02,name=load_queue_token_stall/"])
+    assert "'cpu/event=0xae,umask=0x02,name=load_queue_token_stall/'" in one_line(error)
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_perf_events_check_says_when_no_pmu_answers():
+    answers, _ = cpu.pmu_answers()
+    if answers:
+        pytest.skip("this machine has a hardware PMU")
+    backend = make_backend("perf-events", None, ["cycles"], cpuinfo=HASWELL_EP)[0]
+    with pytest.raises(ApmtError) as error:
+        backend.check()
+    assert "no hardware PMU answers" in one_line(error)
+
+
+# ---------------------------------------------------------------- scheduling
+
+
+def test_split_schedule_fits_the_counters_with_cycles_in_every_pass():
+    event_map = cpu.load_event_map(cpu.detect_cpu(HASWELL_EP))
+    plan = cpu.schedule(event_map.metrics, 4, "split", slots_of=event_map.slots_of)
+    assert plan.mode == "split" and not plan.multiplexed
+    placed = []
+    for group in plan.passes:
+        events = {cpu.event_key(e) for entry in group.values() for e in entry.events}
+        assert len(events) <= 4
+        assert "cycles" in group
+        placed += [m for m in group if m != "cycles"]
+    assert sorted(placed) == sorted(m for m in event_map.metrics if m != "cycles")
+    assert len(plan.passes) == 5                         # 15 events, 3 free counters a pass
+    assert list(plan.passes[0]) == ["cycles", "instructions", "l1_hits", "l2_hits"]
+    assert "split: 5 run(s)" in plan.describe()
+
+
+def test_multiplex_schedule_is_one_run_and_says_whether_it_multiplexes():
+    event_map = cpu.load_event_map(cpu.detect_cpu(HASWELL_EP))
+    plan = cpu.schedule(event_map.metrics, 4, "multiplex")
+    assert len(plan.passes) == 1 and plan.multiplexed
+    assert "multiplexed by the kernel" in plan.describe()
+    small = {m: event_map.metrics[m] for m in ("cycles", "instructions")}
+    assert not cpu.schedule(small, 4, "multiplex").multiplexed
+
+
+def test_shared_events_cost_one_counter_and_pairs_stay_together():
+    event_map = cpu.load_event_map(cpu.detect_cpu(SKYLAKE))
+    wanted = {m: event_map.metrics[m] for m in ("cycles", "l1i_accesses", "l1i_misses",
+                                               "dtlb_misses")}
+    plan = cpu.schedule(wanted, 4, slots_of=event_map.slots_of)
+    first = plan.passes[0]
+    assert "l1i_accesses" in first and "l1i_misses" in first     # iftag_miss counted once
+    assert any(set(p) >= {"dtlb_misses"} for p in plan.passes)
+
+
+def test_a_metric_larger_than_the_counters_is_an_error():
+    event_map = cpu.load_event_map(cpu.detect_cpu(HASWELL_EP))
+    wanted = {m: event_map.metrics[m] for m in ("cycles", "dtlb_misses")}
+    with pytest.raises(ApmtError) as error:
+        cpu.schedule(wanted, 2)
+    assert "'dtlb_misses' needs 3 counters" in one_line(error)
+    with pytest.raises(ApmtError):
+        cpu.schedule(wanted, 4, mode="round-robin")
+
+
+def test_amd_paired_event_takes_two_counters():
+    event_map = cpu.load_event_map(cpu.detect_cpu(ZEN3))
+    wanted = {m: event_map.metrics[m] for m in ("cycles", "instructions", "stall_cycles",
+                                               "fp_ops")}
+    plan = cpu.schedule(wanted, 6, slots_of=event_map.slots_of)
+    assert len(plan.passes) == 1                         # 1 + 1 + 2 + 2 = 6
+    plan = cpu.schedule(wanted, 5, slots_of=event_map.slots_of)
+    assert len(plan.passes) == 2
+
+
+# ---------------------------------------------------------------- registry
+
+
+def test_unknown_backend_and_metric_are_one_line_each():
+    with pytest.raises(ApmtError) as error:
+        make_backend("papi", None, None)
+    assert "unknown backend 'papi'" in one_line(error) and "perf-clock" in str(error.value)
+    with pytest.raises(ApmtError) as error:
+        make_backend("cachegrind", {"cache_bytes": {"l1d": 32768, "llc": 2 ** 25}}, ["flops"])
+    assert "unknown metric 'flops'" in one_line(error)
+
+
+def test_auto_chooses_by_the_pmu():
+    machine = load_machine("haswell-e5-2698v3")
+    without = make_backend("auto", machine, None, pmu=False)
+    assert [b.name for b in without] == ["perf-clock", "cachegrind"]
+    assert without[1].simulated and not without[0].simulated
+    with_pmu = make_backend("auto", machine, ["cycles", "instructions", "stall_cycles"],
+                            pmu=True, cpuinfo=HASWELL_EP)
+    assert [b.name for b in with_pmu] == ["perf-events"]
+    assert with_pmu[0].provenance()["not_measured"] == ["stall_cycles"]
+    with pytest.raises(ApmtError) as error:
+        make_backend("auto", None, None, pmu=False)
+    assert "needs a machine file" in one_line(error)
+
+
+def test_perf_events_backends_one_per_pass():
+    backends = make_backend("perf-events", None, None, cpuinfo=HASWELL_EP)
+    assert [b.index for b in backends] == [0, 1, 2, 3, 4]
+    prefix = backends[1].rank_prefix(Path("/runs/p4 r1"))
+    assert prefix.startswith("perf record --no-bpf-event -q -e cpu_clk_unhalted.thread_p ")
+    assert prefix.endswith("-o '/runs/p4 r1'/perf.1.${rank}.data --")
+    with_period = make_backend("perf-events", None, ["cycles"], cpuinfo=HASWELL_EP,
+                               period=100003)[0]
+    assert "-c 100003" in with_period.rank_prefix(Path("/r"))
+    with pytest.raises(ApmtError) as error:
+        make_backend("perf-events", None, ["l1_hits"], cpuinfo=ARM)
+    assert "none of the metrics l1_hits" in one_line(error)
+
+
+# ---------------------------------------------------------------- perf report parsing
+
+
+@pytest.mark.parametrize("dso, symbol, kernel", [
+    ("lmp", "[.] LAMMPS_NS::PairLJCut::compute(int, int)",
+     "LAMMPS_NS::PairLJCut::compute(int, int)"),
+    ("libmpi.so.40.30.4", "[.] 0x00000000000a1f3c", "<libmpi>"),
+    ("libmpi.so.40.30.4", "[.] ompi_request_default_wait", "<libmpi>"),
+    ("libmpi.so.40.30.4", "[.] PMPI_Wait", "PMPI_Wait"),
+    ("libopen-pal.so.40.30.2", "[.] opal_progress", "<libopen-pal>"),
+    ("mca_btl_vader.so", "[.] 0x0000000000004dc5", "<mca_btl_vader>"),
+    ("libc.so.6", "[.] __memmove_avx_unaligned_erms", "__memmove_avx_unaligned_erms"),
+    ("libfoo.so.3", "[.] 0x0000000000001234", "<libfoo>"),
+    ("[kernel.kallsyms]", "[k] finish_task_switch.isra.0", "<kernel>"),
+    ("ld-linux-x86-64.so.2", "[.] _dl_relocate_object", "<loader>"),
+    ("[unknown]", "[.] 0x00007f3a2b1c0d10", "<unknown>"),
+])
+def test_kernel_names(dso, symbol, kernel):
+    assert kernel_name(dso, symbol) == kernel
+
+
+def test_mpi_groups_are_recognised():
+    assert is_mpi("<libmpi>") and is_mpi("<mca_btl_vader>")
+    assert not is_mpi("<libc>") and not is_mpi("work_a")
+
+
+def test_perf_clock_parses_a_real_recording(tmp_path):
+    table = PerfClock().parse(copy_run("clock-run", tmp_path))
+    assert list(table.columns) == ["kernel", "metric", "rank", "value"]
+    assert set(table["metric"]) == {"time"} and set(table["rank"]) == {0, 1}
+    time = table.pivot_table(index="kernel", columns="rank", values="value")
+    for rank in (0, 1):
+        assert time.loc["work_a", rank] / time.loc["work_b", rank] == pytest.approx(3, rel=0.1)
+    assert time.loc["work_a", 1] / time.loc["work_a", 0] == pytest.approx(2, rel=0.1)
+    assert time.loc["work_a", 0] == pytest.approx(310 * 250_000e-9)    # periods in ns
+    assert {"<libopen-pal>", "<mca_btl_vader>", "<kernel>"} <= set(time.index)
+    assert table.attrs["provenance"]["backend"] == "perf-clock"
+
+
+def test_perf_events_parses_a_real_two_event_recording(tmp_path):
+    backend = make_backend("perf-events", None, None, cpuinfo="",
+                           event_file=PERF_FIXTURES / "software-events.yaml")[0]
+    table = backend.parse(copy_run("software-run", tmp_path))
+    assert set(table["metric"]) == {"cycles", "instructions", "stall_cycles"}
+    wide = table.pivot_table(index=["kernel", "rank"], columns="metric", values="value")
+    wide = wide.fillna(0)
+    assert (wide["cycles"] + wide["instructions"] == wide["stall_cycles"]).all()   # sum
+    a = wide.loc["work_a"]
+    assert a.loc[1, "cycles"] / a.loc[0, "cycles"] == pytest.approx(2, rel=0.3)
+    totals = backend.reference_totals(tmp_path / "software-run")      # cycles: cpu-clock
+    assert totals == {0: 125250000.0, 1: 114750000.0}       # the reports' own event counts
+
+
+def test_perf_events_parses_hardware_events_in_perfs_format(tmp_path):
+    """Synthetic text in perf's format (no PMU here), see fixtures/perf/README.md."""
+    backend = make_backend("perf-events", None, None, cpuinfo=HASWELL_EP)[0]
+    assert list(backend.metrics) == ["cycles", "instructions", "l1_hits", "l2_hits"]
+    table = backend.parse(copy_run("haswell-synthetic-run", tmp_path))
+    assert set(table["rank"]) == {3}
+    value = table.set_index(["kernel", "metric"])["value"]
+    compute = "LAMMPS_NS::PairLJCut::compute(int, int)"
+    assert value[(compute, "cycles")] == 1510 * 2000003
+    assert value[(compute, "instructions")] == 2204 * 2000003
+    assert value[(compute, "l2_hits")] == 12 * 100003
+    assert value[("<libmpi>", "cycles")] == 95 * 2000003
+    assert value[("PMPI_Wait", "cycles")] == 30 * 2000003
+    assert {"<kernel>", "<loader>", "<unknown>", "<mca_btl_vader>"} <= set(table["kernel"])
+    provenance = table.attrs["provenance"]
+    assert provenance["mode"] == "split" and provenance["pass"] == 0
+    assert provenance["simulated"] is False and "stall_cycles" in provenance["not_measured"]
+
+
+def test_reference_cycles_are_reported_from_the_first_pass_only():
+    backends = make_backend("perf-events", None, None, cpuinfo=ZEN2)
+    text = ("# Samples: 3  of event 'ls_not_halted_cyc'\n# Event count (approx.): 300\n"
+            " 3 ; 300 ;app ;[.] solve\n"
+            "# Samples: 2  of event 'load_queue_token_stall'\n# Event count (approx.): 20\n"
+            " 2 ; 20 ;app ;[.] solve\n"
+            "# Samples: 1  of event 'store_queue_token_stall:u'\n# Event count (approx.): 7\n"
+            " 1 ; 7 ;app ;[.] solve\n")
+    sections = parse_report(text)
+    first = {r["metric"]: r["value"] for r in backends[0].rows_from_sections(sections, 0)}
+    assert first["cycles"] == 300 and first["stall_cycles"] == 27          # 20 + 7
+    later = backends[1].rows_from_sections(sections, 0)
+    assert all(r["metric"] != "cycles" for r in later)
+
+
+def test_hybrid_cpu_sections_of_one_event_add_up():
+    backend = make_backend("perf-events", None, ["cycles"], cpuinfo=ARM)[0]
+    text = ("# Samples: 3  of event 'cpu_core/cycles/'\n# Event count (approx.): 300\n"
+            " 3 ; 300 ;app ;[.] solve\n"
+            "# Samples: 1  of event 'cpu_atom/cycles/'\n# Event count (approx.): 50\n"
+            " 1 ; 50 ;app ;[.] solve\n")
+    rows = backend.rows_from_sections(parse_report(text), 2)
+    assert rows == [{"kernel": "solve", "metric": "cycles", "rank": 2, "value": 350.0}]
+
+
+def test_truncated_or_garbled_report_is_refused():
+    text = (PERF_FIXTURES / "clock-run" / "perf.clock.1.report.txt").read_text()
+    lines = text.splitlines()
+    cut = "\n".join(line for line in lines if "work_b" not in line)
+    with pytest.raises(ApmtError) as error:
+        parse_report(cut, "perf.clock.1.report.txt")
+    assert "rows sum to" in one_line(error)
+    with pytest.raises(ApmtError) as error:
+        parse_report("# Samples: 1  of event 'cpu-clock'\nwork_a 12\n", "x")
+    assert "line 2" in one_line(error)
+
+
+def test_missing_files_say_which_backend(tmp_path):
+    with pytest.raises(ApmtError) as error:
+        PerfClock().parse(tmp_path)
+    assert "no perf.clock.<rank>.data" in one_line(error)
+
+
+# ---------------------------------------------------------------- cachegrind
+
+
+def unpack_cachegrind(tmp_path: Path) -> Path:
+    run = tmp_path / "cg-run"
+    run.mkdir()
+    for rank in (0, 1):
+        data = gzip.decompress((FIXTURES / "cachegrind" / f"cachegrind.{rank}.out.gz")
+                               .read_bytes())
+        (run / f"cachegrind.{rank}.out").write_bytes(data)
+    return run
+
+
+def check_two_kernels_counts(table: pd.DataFrame) -> None:
+    """What two_kernels.c must give: rank 1 does twice rank 0's work, work_a 3x work_b."""
+    value = table.set_index(["kernel", "metric", "rank"])["value"]
+    ratio = value[("work_a", "instructions", 1)] / value[("work_a", "instructions", 0)]
+    assert ratio == pytest.approx(2, rel=0.05)
+    a_to_b = value[("work_a", "instructions", 0)] / value[("work_b", "instructions", 0)]
+    assert a_to_b == pytest.approx(3, rel=0.05)
+    assert value[("work_a", "branches", 0)] > 0 and value[("work_a", "branches", 1)] > 0
+
+
+def test_cachegrind_parses_real_outputs(tmp_path):
+    run = unpack_cachegrind(tmp_path)
+    backend = Cachegrind(load_machine("haswell-e5-2698v3"))
+    table = backend.parse(run)
+    check_two_kernels_counts(table)
+    for rank in (0, 1):
+        out = read_out((run / f"cachegrind.{rank}.out").read_text())
+        ir = out.summary[out.events.index("Ir")]
+        rows = table[(table["rank"] == rank) & (table["metric"] == "instructions")]
+        assert rows["value"].sum() == ir                   # every function is kept
+    assert {"<loader>", "<libmpi>", "<libopen-pal>", "PMPI_Allreduce"} <= set(table["kernel"])
+    provenance = table.attrs["provenance"]
+    assert provenance["simulated"] is True
+    assert provenance["caches"]["LL"] == "41943040 B, 64 B, 20-way associative"
+    assert "llc_hits" in provenance["not_measured"]        # three-level machine
+    assert "cycles" in provenance["not_measured"]
+    assert provenance["metrics"]["l1_hits"] == "Dr - D1mr"
+
+
+def test_cachegrind_refuses_a_file_whose_sums_or_caches_do_not_match(tmp_path):
+    run = unpack_cachegrind(tmp_path)
+    text = (run / "cachegrind.0.out").read_text()
+    broken = text.replace("summary: ", "summary: 1", 1)
+    with pytest.raises(ApmtError) as error:
+        read_out(broken, "cachegrind.0.out")
+    assert "the summary says" in one_line(error)
+    other = {"name": "small", "cache_bytes": {"l1d": 49152, "llc": 2 ** 25},
+             "cache_assoc": {"l1d": 12, "llc": 16}}
+    with pytest.raises(ApmtError) as error:
+        Cachegrind(other).parse(run)
+    assert "asks for" in one_line(error)
+
+
+def test_cache_geometry_from_the_machine():
+    caches, notes = cache_geometry(load_machine("haswell-e5-2698v3"))
+    assert caches["LL"].option() == "41943040,20,64"
+    assert any("power-of-two" in n for n in notes)
+    caches, _ = cache_geometry({"cache_bytes": {"l1d": 49152, "llc": 2 ** 25},
+                                "cache_assoc": {"l1d": 12, "llc": 16}, "line_bytes": 64})
+    assert caches["D1"].option() == "49152,12,64" and caches["I1"].option() == "49152,12,64"
+    with pytest.raises(ApmtError) as error:
+        cache_geometry({"frequency_ghz": 2})
+    assert "cache_bytes" in one_line(error)
+    two_levels = Cachegrind({"cache_bytes": {"l1d": 32768, "llc": 2 ** 21}})
+    assert "llc_hits" in two_levels.metrics
+
+
+@pytest.mark.parametrize("function, source, kernel", [
+    ("_dl_relocate_object", "???", "<loader>"), ("strcmp", "./elf/../sysdeps/x/strcmp.S",
+                                                 "<loader>"),
+    ("ompi_coll_base_allreduce_intra_recursivedoubling", "???", "<libmpi>"),
+    ("opal_progress", "???", "<libopen-pal>"), ("MPI_Allreduce", "???", "MPI_Allreduce"),
+    ("???", "???", "<unknown>"), ("__libc_start_main@@GLIBC_2.34", "x.c", "__libc_start_main"),
+    ("work_a", "./two_kernels.c", "work_a"),
+])
+def test_cachegrind_kernel_names(function, source, kernel):
+    assert function_kernel(function, source) == kernel
+
+
+# ---------------------------------------------------------------- real runs
+
+
+def need(*tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed")
+
+
+@pytest.fixture(scope="module")
+def two_kernels(tmp_path_factory) -> Path:
+    need("mpicc", "mpirun")
+    folder = tmp_path_factory.mktemp("two_kernels")
+    binary = folder / "two_kernels"
+    subprocess.run(["mpicc", "-O1", "-fno-inline", "-g", "-o", str(binary), str(PROGRAM)],
+                   check=True, capture_output=True)
+    return binary
+
+
+def run_ranks(prefix: str, binary: Path, n: int, ranks: int = 2) -> None:
+    """Run the program as the runner will: each rank finds ``$rank`` and execs the prefix."""
+    wrapper = f'rank=${{OMPI_COMM_WORLD_RANK:-0}}; exec {prefix} "$@"'
+    done = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+                           str(ranks), "sh", "-c", wrapper, "sh", str(binary), str(n)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_cachegrind_real_mpi_run(tmp_path, two_kernels):
+    need("valgrind")
+    backend = make_backend("cachegrind", load_machine("haswell-e5-2698v3"), None)[0]
+    backend.check()
+    run_ranks(backend.rank_prefix(tmp_path), two_kernels, 200_000)
+    table = backend.parse(tmp_path)
+    check_two_kernels_counts(table)
+    for rank in (0, 1):
+        out = read_out((tmp_path / f"cachegrind.{rank}.out").read_text())
+        assert out.caches["D1"] == "32768 B, 64 B, 8-way associative"
+        rows = table[(table["rank"] == rank) & (table["metric"] == "branches")]
+        index = out.events.index
+        assert rows["value"].sum() == out.summary[index("Bc")] + out.summary[index("Bi")]
+
+
+@pytest.mark.slow
+def test_perf_clock_real_mpi_run(tmp_path, two_kernels):
+    need("perf")
+    backend = make_backend("perf-clock", None, None, frequency=4000)[0]
+    backend.check()
+    run_ranks(backend.rank_prefix(tmp_path), two_kernels, 30_000_000)
+    table = backend.parse(tmp_path)
+    time = table.pivot_table(index="kernel", columns="rank", values="value")
+    assert set(time.columns) == {0, 1}
+    for rank in (0, 1):                                   # 3:1 within sampling noise
+        assert time.loc["work_a", rank] / time.loc["work_b", rank] == pytest.approx(3, rel=0.3)
+    assert time.loc["work_a", 1] > time.loc["work_a", 0]
+    assert (tmp_path / "perf.clock.0.report.txt").is_file()
+
+
+@pytest.mark.slow
+def test_perf_events_real_run_with_software_events(tmp_path, two_kernels):
+    """The perf-events code path for real (record, report, sections, sums), with software
+    clocks standing in for hardware events."""
+    need("perf")
+    backend = make_backend("perf-events", None, None, cpuinfo="",
+                           event_file=PERF_FIXTURES / "software-events.yaml")[0]
+    run_ranks(backend.rank_prefix(tmp_path), two_kernels, 10_000_000)
+    table = backend.parse(tmp_path)
+    wide = table.pivot_table(index=["kernel", "rank"], columns="metric", values="value")
+    wide = wide.fillna(0)
+    assert (wide["cycles"] + wide["instructions"] == wide["stall_cycles"]).all()
+    assert set(table["rank"]) == {0, 1} and ("work_a", 1) in wide.index
+
+
+def test_perf_reports_modifiers_and_names_as_parsed(tmp_path, two_kernels):
+    need("perf")
+    data = tmp_path / "x.0.data"
+    subprocess.run(["perf", "record", "--no-bpf-event", "-q", "-e", "cpu-clock:u", "-e",
+                    "cpu-clock/name=renamed_clock/", "-o", str(data), "--", str(two_kernels),
+                    "3000000"], check=True, capture_output=True)
+    sections = parse_report(report_text(data), str(data))
+    assert {cpu.event_key(name) for name in sections} == {"cpu-clock", "renamed_clock"}
