@@ -1,9 +1,10 @@
-"""The apmt command line: import, fit, predict and evaluate, one subcommand per stage.
+"""The apmt command line: profile, import, fit, predict and evaluate, one subcommand per stage.
 
 Every subcommand reads and computes everything first and writes its output only at the end,
 atomically, so a failed run never leaves a partial file. Problems the user can fix (ApmtError,
 missing or unreadable files) end as one ``apmt: error: ...`` line on stderr and exit code 2,
-as argparse's usage errors do; anything else is a bug and keeps its traceback.
+as argparse's usage errors do; anything else is a bug and keeps its traceback. ``profile``
+also exits 1 when a run failed (its outputs hold the runs that did not).
 """
 
 from __future__ import annotations
@@ -47,15 +48,17 @@ log = logging.getLogger("apmt")
 # ------------------------------------------------------------------------------------ main
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one subcommand; return the exit code (0, or 2 for bad input and usage errors)."""
+    """Run one subcommand; return the exit code (0, 1 when a profiling run failed, or 2 for
+    bad input and usage errors)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # usage error, --help or --version: argparse has printed it
         return stop.code if isinstance(stop.code, int) else EXIT_ERROR
+    code = None
     with _logging(args.verbose):
         try:
-            args.run(args)
+            code = args.run(args)
         except ApmtError as error:
             return _fail(str(error))
         except BrokenPipeError:  # stdout's reader left early (| head): the outputs are written
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             return _fail(_os_message(error))
         except KeyboardInterrupt:  # the writers have removed their temporary files
             return 130
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def _fail(message: str) -> int:
@@ -126,11 +129,56 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                         help="report progress (-vv: debug)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_profile(commands, common)
     _add_import(commands, common)
     _add_fit(commands, common)
     _add_predict(commands, common)
     _add_evaluate(commands, common)
+    _add_machine(commands, common)
     return parser
+
+
+def _add_machine(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    machine = commands.add_parser("machine", parents=[common], help="machine parameters")
+    actions = machine.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = actions.add_parser("probe", parents=[common],
+                             help="measure this machine's frequency, latencies and caches")
+    sub.add_argument("--name", help="the machine's name in the file (default: the host's)")
+    sub.add_argument("--max-bytes", type=int, metavar="BYTES",
+                     help="largest working set (default 256 MiB; use 4x the LLC or more)")
+    sub.add_argument("--quick", action="store_true", help="short timings, small sets")
+    sub.add_argument("--frequency", default="measured", metavar="measured|system|GHZ",
+                     help="clock: measured (default), the system's value, or a number in GHz")
+    sub.add_argument("-o", "--output", type=Path, required=True, metavar="machine.yaml")
+    sub.set_defaults(run=run_machine_probe)
+
+
+def run_machine_probe(args: argparse.Namespace) -> None:
+    """Measure the machine and write its machine file."""
+    from apmt.probe import probe_machine, write_machine
+
+    frequency = args.frequency
+    if frequency not in ("measured", "system"):
+        frequency = _positive(frequency)
+    machine = probe_machine(args.name, args.max_bytes, args.quick, frequency)
+    write_machine(machine, args.output)
+    latency = ", ".join(f"{level} {cycles:.0f}" for level, cycles
+                        in machine["latency_cycles"].items())
+    print(f"{args.output}: {machine['frequency_ghz']:.2f} GHz; latency in cycles: {latency}")
+
+
+def _add_profile(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    sub = commands.add_parser("profile", parents=[common],
+                              help="run a study -> measurements and communication tables")
+    sub.add_argument("study", type=Path, metavar="STUDY.yaml")
+    sub.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
+                     help="results folder (default: results); raw runs in DIR/raw/<study>/")
+    sub.add_argument("--backend", metavar="NAME",
+                     help="counter backend, overriding the study's: perf-events, perf-clock, "
+                          "cachegrind, auto or none")
+    sub.add_argument("--dry-run", action="store_true",
+                     help="check the study and print the commands without running them")
+    sub.set_defaults(run=run_profile)
 
 
 def _add_import(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -226,6 +274,47 @@ def _share(text: str) -> float:
     if value >= 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a share between 0 and 1")
     return value
+
+
+# --------------------------------------------------------------------------------- profile
+
+def run_profile(args: argparse.Namespace) -> int:
+    """Run a study's runs (skipping finished ones) and extract its tables; 1 if a run failed."""
+    from apmt.collect.extract import COMMUNICATION, MEASUREMENTS, PROVENANCE, extract, output_dir
+    from apmt.collect.runner import (
+        check_runnable,
+        describe_plan,
+        load_study_machine,
+        make_backends,
+        plan,
+        run_study,
+    )
+    from apmt.collect.study import load_study, with_backend
+
+    study = load_study(args.study)
+    if args.backend is not None:
+        study = with_backend(study, args.backend)
+    machine = load_study_machine(study)
+    backends = make_backends(study, machine)
+    if args.dry_run:
+        launcher = check_runnable(study, args.results, backends, dry_run=True)
+        for planned in plan(study, args.results, backends, launcher):
+            print(describe_plan(planned))
+        return 0
+    records = run_study(study, args.results, backends,
+                        report=lambda record: print(record.line(), flush=True))
+    failed = [record for record in records if not record.ok]
+    if len(failed) < len(records):
+        measurements, comm = extract(args.results, study, backends, machine)
+        out = output_dir(args.results, study)
+        print(f"{out / MEASUREMENTS}: {describe_table(measurements, 'measurements')}")
+        if not comm.empty:
+            print(f"{out / COMMUNICATION}: {describe_table(comm, 'communication')}")
+        print(f"{out / PROVENANCE}")
+    if failed:
+        print(f"{len(failed)} of {len(records)} runs failed", file=sys.stderr)
+        return 1
+    return 0
 
 
 # ---------------------------------------------------------------------------------- import

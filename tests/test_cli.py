@@ -251,3 +251,15 @@ def test_volume_ratio_per_pattern() -> None:
     args = parser.parse_args(["predict", "m.json", "--at", "p=8", "--volume-ratio", "4",
                               "-o", "x.csv"])
     assert args.volume_ratio == {"all": 4.0}
+
+
+def test_machine_probe_writes_a_machine_file(tmp_path: Path, cli) -> None:
+    from apmt.machine import load_machine
+
+    output = tmp_path / "here.yaml"
+    run = cli("machine", "probe", "--quick", "--name", "here", "-o", output)
+    assert run.code == 0, run.err
+    machine = load_machine(output)
+    assert machine["name"] == "here"
+    assert machine["latency_cycles"]["l1"] < machine["latency_cycles"]["memory"]
+    assert run.out.startswith(f"{output}: ")

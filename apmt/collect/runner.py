@@ -1,0 +1,522 @@
+"""Run a study: every run in its own folder, with its log, wall time, exit status and versions.
+
+The raw results are never overwritten: a finished run (its folder holds ``done``) is skipped
+on a rerun, so an interrupted study resumes where it stopped; a folder without ``done`` (an
+interrupted or failed run) is moved aside to ``<run>.failed-<time>`` and the run is redone.
+A failed run (non-zero exit, past its time limit, or printing nothing when the study expects
+output) is recorded with a one-line error naming the run and its log; the other runs go on.
+
+When a backend needs several passes (e.g. more events than the PMU has counters, or
+perf-clock then cachegrind), pass k > 1 of a run goes into ``<run>.pass<k>``. MPI tracing and
+the application's time come from the timing pass: the first not run under a simulator
+(cachegrind slows a rank 20-50x, which would be mistaken for the application's time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import logging
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from apmt import __version__
+from apmt.collect.backends.base import Backend
+from apmt.collect.launch import (
+    Launcher,
+    available_cpus,
+    find_launcher,
+    first_line,
+    launch_command,
+    rank_command,
+    running_as_root,
+    version_text,
+    write_wrapper,
+)
+from apmt.collect.study import (
+    Run,
+    Study,
+    app_command,
+    check_setup,
+    find_program,
+    program_of,
+)
+from apmt.errors import ApmtError
+
+log = logging.getLogger("apmt")
+
+DONE = "done"
+RUN_JSON = "run.json"
+STDOUT, STDERR = "stdout.log", "stderr.log"
+KILL_GRACE_S = 5.0
+# lines that measuring tools, not the application, print on stderr: they do not count as
+# the application's output when deciding whether it printed anything
+TOOL_LINES = re.compile(r"^(\[ perf record: .*|==\d+==.*|--\d+--.*)$")
+
+
+@dataclass
+class RunRecord:
+    """What became of one run (one pass of one run when the backend needs several)."""
+
+    run: str                       # the run folder's name
+    run_dir: Path
+    p: int
+    params: dict[str, float]
+    rep: int
+    pass_index: int                # 0 for the first pass
+    backend: str                   # backend name, or "none"
+    status: str                    # ok, failed, or skipped (finished in an earlier call)
+    error: str | None = None
+    wall_time_s: float | None = None
+    exit_status: int | None = None
+    timed_out: bool = False
+    oversubscribed: bool = False
+    info: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "skipped")
+
+    @property
+    def log(self) -> Path:
+        return self.run_dir / STDERR
+
+    def line(self) -> str:
+        """One line for the user: the run, and ok or why it failed with where its log is."""
+        if self.status == "failed":
+            return f"{self.run}: failed: {self.error}"
+        over = ", oversubscribed" if self.oversubscribed else ""
+        wall = f"{self.wall_time_s:.3g} s" if self.wall_time_s is not None else "?"
+        state = "ok" if self.status == "ok" else "finished before, skipped"
+        return f"{self.run}: {state} ({wall}{over})"
+
+
+# ---------------------------------------------------------------------------- preparation
+
+def make_backends(study: Study, machine: dict | None = None) -> list[Backend]:
+    """The study's backend passes from the registry; none for backend ``none``."""
+    if study.backend == "none":
+        return []
+    try:
+        from apmt.collect.backends import registry
+    except ImportError as error:
+        raise ApmtError(f"{study.source}: field 'backend': {study.backend!r} is not available "
+                        f"({error})") from None
+    metrics = list(study.metrics) if study.metrics is not None else None
+    try:
+        return list(registry.make_backend(study.backend, machine, metrics))
+    except ApmtError as error:
+        raise ApmtError(f"{study.source}: backend {study.backend!r}: {error}") from None
+
+
+def load_study_machine(study: Study) -> dict | None:
+    """The study's machine file, read and checked (None when the study names none)."""
+    if study.machine is None:
+        return None
+    from apmt.machine import load_machine
+    try:
+        return load_machine(study.machine)
+    except ApmtError as error:
+        raise ApmtError(f"{study.source}: field 'machine': {error}") from None
+
+
+def check_runnable(study: Study, results_dir: Path, backends: list[Backend],
+                   dry_run: bool = False) -> Launcher:
+    """Everything a run needs, checked before the first one starts (one line per problem)."""
+    results_dir = Path(results_dir)
+    launcher = find_launcher(study.launcher, study.launcher_args, study.srun_mpi)
+    check_setup(study)
+    _check_program(study)
+    for backend in backends:
+        backend.check()
+    if study.trace_mpi and not dry_run:
+        _pmpi_module(study).library_path()
+    check_results_dir(results_dir, create=not dry_run)
+    check_finished_runs(study, results_dir, backends)
+    return launcher
+
+
+def _check_program(study: Study) -> None:
+    """The application exists: on PATH, or at its absolute path. A relative path is taken
+    in the run folder (a setup file, say), where it is only found at run time."""
+    program = program_of(study, study.runs()[0], Path("run"))
+    expanded = os.path.expandvars(os.path.expanduser(program))
+    if "{run_dir}" in study.command.split()[0] or ("/" in expanded
+                                                   and not expanded.startswith("/")):
+        return
+    if find_program(program) is None:
+        raise ApmtError(f"{study.source}: field 'command': program {program!r} not found "
+                        "(not on PATH, or not an executable file)")
+
+
+def _pmpi_module(study: Study):
+    try:
+        from apmt.collect import pmpi
+    except ImportError as error:
+        raise ApmtError(f"{study.source}: field 'trace_mpi': MPI tracing is not available "
+                        f"({error}); set trace_mpi: false to run without it") from None
+    return pmpi
+
+
+def check_results_dir(results_dir: Path, create: bool = True) -> None:
+    """The results folder can hold files: created and probed, or (dry run) its nearest
+    existing ancestor is a folder we may write to."""
+    if not create:
+        ancestor = results_dir
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir() or not os.access(ancestor, os.W_OK):
+            raise ApmtError(f"{results_dir}: results folder is not writable "
+                            f"({ancestor} is not a writable folder)")
+        return
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=results_dir):
+            pass
+    except OSError as error:
+        raise ApmtError(f"{results_dir}: results folder is not writable "
+                        f"({error.strerror or error})") from None
+
+
+def check_finished_runs(study: Study, results_dir: Path, backends: list[Backend]) -> None:
+    """Finished runs are only reused if they ran this command with this backend."""
+    for run in study.runs():
+        for index, backend in enumerate(backend_passes(backends)):
+            run_dir = raw_dir(results_dir, study) / pass_name(run, index)
+            info = read_run_json(run_dir) if (run_dir / DONE).exists() else None
+            if info is None:
+                continue
+            before = (info.get("command", {}).get("template"), info.get("backend", {})
+                      .get("name"))
+            now = (study.command, _backend_name(backend))
+            if before != now:
+                raise ApmtError(f"{run_dir}: finished with command {before[0]!r} and backend "
+                                f"{before[1]!r}, but the study now asks for {now[0]!r} with "
+                                f"{now[1]!r}: use another --results folder or study name")
+
+
+# ---------------------------------------------------------------------------------- paths
+
+def raw_dir(results_dir: Path, study: Study) -> Path:
+    return Path(results_dir) / "raw" / study.name
+
+
+def pass_name(run: Run, index: int) -> str:
+    return run.name if index == 0 else f"{run.name}.pass{index + 1}"
+
+
+def backend_passes(backends: list[Backend]) -> list[Backend | None]:
+    return list(backends) or [None]
+
+
+def timing_pass(backends: list[Backend]) -> int:
+    """The pass whose clock is the application's: the first not under a simulator."""
+    for index, backend in enumerate(backend_passes(backends)):
+        if backend is None or not backend.simulated:
+            return index
+    return 0
+
+
+def _backend_name(backend: Backend | None) -> str:
+    return "none" if backend is None else backend.name
+
+
+def read_run_json(run_dir: Path) -> dict | None:
+    try:
+        return json.loads((run_dir / RUN_JSON).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------------- plans
+
+@dataclass(frozen=True)
+class Planned:
+    """One launch to make: where, with which backend, and the words to run."""
+
+    run: Run
+    pass_index: int
+    backend: Backend | None
+    run_dir: Path
+    command: list[str]
+    rank_line: str
+    oversubscribed: bool
+    cpus: int
+    timing: bool          # the timing pass: traced, and its wall time is the application's
+
+
+def plan(study: Study, results_dir: Path, backends: list[Backend],
+         launcher: Launcher) -> list[Planned]:
+    """Every launch of the study, in order, without touching the disk."""
+    cpus, root = available_cpus(launcher), running_as_root()
+    timing = timing_pass(backends)
+    out = []
+    for run in study.runs():
+        for index, backend in enumerate(backend_passes(backends)):
+            run_dir = (raw_dir(results_dir, study) / pass_name(run, index)).absolute()
+            prefix = backend.rank_prefix(run_dir) if backend is not None else ""
+            line = " ".join(w for w in (prefix.strip(), app_command(study, run, run_dir)) if w)
+            command = launch_command(launcher, run.p, rank_command(run_dir), cpus, root)
+            out.append(Planned(run, index, backend, run_dir, command, line, run.p > cpus,
+                               cpus, index == timing))
+    return out
+
+
+def describe_plan(planned: Planned) -> str:
+    """A dry run's line: the folder, the launcher command and what each rank runs."""
+    return f"cd {shlex.quote(str(planned.run_dir))} && {shlex.join(planned.command)}  " \
+           f"# each rank: {planned.rank_line}"
+
+
+# ------------------------------------------------------------------------------------ run
+
+def run_study(study: Study, results_dir: str | Path, backends: list[Backend],
+              report: Callable[[RunRecord], None] | None = None) -> list[RunRecord]:
+    """Run every run of the study that has not finished before; return all their records.
+
+    Bad input raises ApmtError before the first run; a failing run does not raise: its
+    record says why. The caller decides the exit code.
+    """
+    results_dir = Path(results_dir)
+    launcher = check_runnable(study, results_dir, backends)
+    versions = study_versions(launcher, backends)
+    records = []
+    for planned in plan(study, results_dir, backends, launcher):
+        record = _run_one(study, planned, versions)
+        records.append(record)
+        if report is not None:
+            report(record)
+        elif record.status == "failed":
+            log.error("%s", record.line())
+    return records
+
+
+def _run_one(study: Study, planned: Planned, versions: dict) -> RunRecord:
+    run_dir = planned.run_dir
+    if (run_dir / DONE).exists():
+        return _skipped(planned)
+    if run_dir.exists():
+        aside = move_aside(run_dir)
+        log.warning("%s: unfinished run folder moved to %s; running it again", run_dir,
+                    aside.name)
+    run_dir.mkdir(parents=True)
+    for source in study.setup:
+        shutil.copy2(source, run_dir / source.name)
+    env = _rank_env(study, planned)
+    write_wrapper(run_dir, planned.backend.rank_prefix(run_dir) if planned.backend else "",
+                  app_command(study, planned.run, run_dir), env)
+    info = _run_info(study, planned, versions)
+    _write_json(info, run_dir / RUN_JSON)
+    outcome = execute(planned.command, run_dir, study.timeout_s)
+    info.update(outcome)
+    error = failure(outcome, run_dir, study.expect_output)
+    info.update(ok=error is None, error=error)
+    _write_json(info, run_dir / RUN_JSON)
+    if error is None:
+        (run_dir / DONE).write_text(f"{info['finished']}\n")
+    return _record(planned, "ok" if error is None else "failed",
+                   None if error is None else f"{error} (log: {run_dir / STDERR})", info)
+
+
+def _skipped(planned: Planned) -> RunRecord:
+    info = read_run_json(planned.run_dir) or {}
+    return _record(planned, "skipped", None, info)
+
+
+def _record(planned: Planned, status: str, error: str | None, info: dict) -> RunRecord:
+    return RunRecord(
+        run=planned.run_dir.name, run_dir=planned.run_dir, p=planned.run.p,
+        params=dict(planned.run.params), rep=planned.run.rep, pass_index=planned.pass_index,
+        backend=_backend_name(planned.backend), status=status, error=error,
+        wall_time_s=info.get("wall_time_s"), exit_status=info.get("exit_status"),
+        timed_out=bool(info.get("timed_out")),
+        oversubscribed=bool(info.get("oversubscribed", planned.oversubscribed)), info=info)
+
+
+def move_aside(run_dir: Path) -> Path:
+    """Keep an unfinished run's folder under a new name; never delete raw results."""
+    stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
+    target = run_dir.with_name(f"{run_dir.name}.failed-{stamp}")
+    counter = 1
+    while target.exists():
+        counter += 1
+        target = run_dir.with_name(f"{run_dir.name}.failed-{stamp}-{counter}")
+    run_dir.rename(target)
+    return target
+
+
+def _rank_env(study: Study, planned: Planned) -> dict[str, str]:
+    """Variables for each rank: the PMPI tracer's (timing pass only) and the study's."""
+    env: dict[str, str] = {}
+    if study.trace_mpi and planned.timing:
+        env.update(_pmpi_module(study).environment(planned.run_dir))
+    values = planned.run.placeholders(planned.run_dir)
+    for key, template in study.env.items():
+        value = template.format(**values)
+        if key == "LD_PRELOAD" and env.get(key):
+            value = f"{env[key]}:{value}"
+        env[key] = value
+    return env
+
+
+# ------------------------------------------------------------------------------ execution
+
+def execute(command: list[str], run_dir: Path, timeout_s: float) -> dict:
+    """Run the launcher in its own session with a time limit; on timeout stop every
+    process of the session (the launcher and all ranks), so nothing outlives the run."""
+    started = datetime.datetime.now(datetime.UTC)
+    with open(run_dir / STDOUT, "wb") as out, open(run_dir / STDERR, "wb") as err:
+        start = time.monotonic()
+        process = subprocess.Popen(command, cwd=run_dir, stdout=out, stderr=err,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        timed_out = False
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            stop_session(process)
+        except BaseException:
+            stop_session(process)
+            raise
+        wall = time.monotonic() - start
+        signal_session(process.pid, signal.SIGKILL)  # ranks a launcher left behind
+    return {"started": started.isoformat(timespec="seconds"),
+            "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "wall_time_s": wall, "exit_status": process.returncode, "timed_out": timed_out}
+
+
+def stop_session(process: subprocess.Popen) -> None:
+    """SIGTERM first (launchers pass it on and profilers flush), SIGKILL after a grace."""
+    signal_session(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        signal_session(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def signal_session(session: int, signum: int) -> None:
+    """Signal every process of a session: the launcher's group and the ranks, which Open MPI
+    puts in process groups of their own."""
+    for pid in session_members(session):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+
+
+def session_members(session: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == session:  # state, ppid, pgrp, session
+            members.append(int(entry.name))
+    return members
+
+
+def failure(outcome: dict, run_dir: Path, expect_output: bool) -> str | None:
+    """Why a run failed, in a few words, or None if it did not."""
+    if outcome["timed_out"]:
+        return f"timed out (limit reached after {outcome['wall_time_s']:.3g} s)"
+    status = outcome["exit_status"]
+    if status != 0:
+        return (f"killed by signal {-status}" if status < 0 else f"exit status {status}")
+    if expect_output and printed_nothing(run_dir):
+        return "printed nothing (set expect_output: false if the application is silent)"
+    return None
+
+
+def printed_nothing(run_dir: Path) -> bool:
+    """No output on stdout, and none on stderr besides what the measuring tools print."""
+    if (run_dir / STDOUT).stat().st_size > 0:
+        return False
+    text = (run_dir / STDERR).read_text(errors="replace")
+    return all(not line.strip() or TOOL_LINES.match(line.strip())
+               for line in text.splitlines())
+
+
+# ----------------------------------------------------------------------------- provenance
+
+def _run_info(study: Study, planned: Planned, versions: dict) -> dict:
+    """run.json before the run: what runs, where, with what."""
+    run_dir = planned.run_dir
+    app = app_command(study, planned.run, run_dir)
+    backend = planned.backend
+    return {
+        "study": study.name, "study_file": str(study.source), "run": run_dir.name,
+        "p": planned.run.p, "params": planned.run.params, "rep": planned.run.rep,
+        "pass": planned.pass_index + 1,
+        "command": {"launcher": planned.command, "rank": planned.rank_line, "app": app,
+                    "template": study.command},
+        "env": study.env, "host": platform.node(), "cpu_mhz": cpu_mhz(),
+        "cpus": planned.cpus, "oversubscribed": planned.oversubscribed,
+        "timeout_s": study.timeout_s,
+        "versions": {**versions["common"], "application": application_version(
+            program_of(study, planned.run, run_dir))},
+        "backend": {"name": _backend_name(backend),
+                    "simulated": bool(backend.simulated) if backend else False,
+                    "provenance": versions["backends"][planned.pass_index]},
+        "trace_mpi": study.trace_mpi and planned.timing, "timing_pass": planned.timing,
+    }
+
+
+def study_versions(launcher: Launcher, backends: list[Backend]) -> dict:
+    """Versions of what runs, once per study: apmt, Python, the launcher, the MPI, and each
+    backend pass's provenance (its tools and their versions, events)."""
+    mpi = launcher.version if launcher.flavour in ("openmpi", "mpich") else (
+        first_line(version_text("mpirun")) if shutil.which("mpirun") else "unknown")
+    common = {"apmt": __version__, "python": sys.version.split()[0],
+              "launcher": f"{launcher.program}: {launcher.version}", "mpi": mpi,
+              "os": platform.platform()}
+    return {"common": common,
+            "backends": [b.provenance() if b else {} for b in backend_passes(backends)]}
+
+
+@cache
+def application_version(program: str) -> dict:
+    """``--version`` is not universal: the binary's path and its sha256 identify it."""
+    path = find_program(program)
+    if path is None:
+        return {"program": program, "path": None, "sha256": None}
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return {"program": program, "path": str(path), "sha256": digest.hexdigest()}
+
+
+def cpu_mhz() -> float | str:
+    """The CPU's current frequency, from /proc/cpuinfo or cpufreq; "unknown" if neither."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz"):
+                return float(line.split(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    try:
+        khz = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq").read_text()
+        return float(khz) / 1000
+    except (OSError, ValueError):
+        return "unknown"
+
+
+def _write_json(data: dict, path: Path) -> None:
+    from apmt.tables import write_text_atomic
+    write_text_atomic(json.dumps(data, indent=1, default=str) + "\n", path)
