@@ -1,7 +1,8 @@
 # apmt: performance models of MPI applications from a few small profiling runs.
 #
-# For each study in config/config.yaml: import the profiles into a tidy measurements table,
-# fit the model, check it on held-out runs next to the baselines, and predict larger runs.
+# For each study in config/config.yaml: run the application at several P (or import existing
+# profiles) into tidy measurement and communication tables, fit the model, check it on
+# held-out runs next to the baselines, and predict larger runs.
 # Run it with `.venv/bin/snakemake --cores 2`; `--report results/report.html` then collects
 # the tables. Settings: config/README.md.
 
@@ -17,6 +18,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/profile.smk"
 include: "workflow/rules/import.smk"
 include: "workflow/rules/model.smk"
 include: "workflow/rules/evaluate.smk"

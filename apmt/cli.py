@@ -235,6 +235,9 @@ def _add_evaluate(commands: argparse._SubParsersAction, common: argparse.Argumen
     sub.add_argument("--baselines", default=DEFAULT_BASELINES,
                      help=f"comma-separated: analytic, amdahl, powerlaw, extrap (default "
                           f"{DEFAULT_BASELINES}; extrap needs Extra-P)")
+    sub.add_argument("--metrics", metavar="NAME[,NAME]",
+                     help="evaluate these metrics' series only (default: all); the model's "
+                          "validation uses the whole table")
     sub.add_argument("--tolerance", type=_share, default=0.1,
                      help="application error above which the model needs refining (0.1)")
     sub.add_argument("--validation", type=Path, metavar="validation.json",
@@ -579,7 +582,12 @@ def run_evaluate(args: argparse.Namespace) -> None:
     kind = table_kind(args.table)
     table, params, per_rank = _read_with_params(args, args.table, kind)
     baselines = [name.strip() for name in args.baselines.split(",") if name.strip()]
-    result = evaluate(table, kind, params, args.holdout, baselines, str(args.table), per_rank)
+    series = table
+    if args.metrics and kind == "measurements":
+        series = table[table["metric"].isin(args.metrics.split(","))]
+        if series.empty:
+            raise ApmtError(f"{args.table}: no series of metric(s) {args.metrics!r}")
+    result = evaluate(series, kind, params, args.holdout, baselines, str(args.table), per_rank)
     decision = None
     if kind == "measurements":
         comm, options = _model_inputs(args, params, per_rank)

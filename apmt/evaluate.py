@@ -88,7 +88,7 @@ def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
 def _fit_and_predict(train: pd.DataFrame, test: pd.DataFrame, params: list[str], source: str,
                      per_rank_params: frozenset[str], baselines: list[str]) -> pd.DataFrame:
     train = train.merge(test[KEYS].drop_duplicates(), on=KEYS)
-    fits = fit_all(train, params, source, per_rank_params)
+    fits = fit_all(train, params, source, per_rank_params, skip_sparse=True)
     train_groups = dict(list(train.groupby(KEYS, sort=False)))
     rows = []
     for key, targets in test.groupby(KEYS, sort=True):

@@ -19,6 +19,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from apmt.series import MIN_DISTINCT_P
 from apmt.tables import TIME_METRIC
 
 OTHERS = "<others>"
@@ -69,6 +70,10 @@ def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = N
         slope = _slope(kernel_rows, params)
         label, reason = _decide(kernel, max_share, slope, threshold, metric, app_kernel,
                                 NONSCALABLE_SLOPE[scaling])
+        seen_at = kernel_rows["p"].nunique()
+        if label in ("non-scalable", "communication") and seen_at < MIN_DISTINCT_P:
+            label, reason = "aggregated", (f"seen at {seen_at} P only (too few to fit its own "
+                                           f"model): summed into {OTHERS}")
         rows.append({"kernel": kernel, "class": label, "reason": reason,
                      "max_share": max_share, "slope": slope})
     return pd.DataFrame(rows, columns=["kernel", "class", "reason", "max_share", "slope"])

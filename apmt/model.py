@@ -44,7 +44,7 @@ from apmt.fit import SeriesFit
 from apmt.fit_table import fit_all
 from apmt.kernels import OTHERS, classify
 from apmt.machine import hertz
-from apmt.series import point_values, points
+from apmt.series import MIN_DISTINCT_P, point_values, points
 from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
 
 MODEL_FORMAT = "apmt-model/1"
@@ -77,13 +77,17 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         "app_kernel": app_kernel, "scaling": scaling, "threshold": threshold,
         "kernels": kernels.to_dict("records"), "series": series,
         "cpi": _cpi(table, modelled, params), "machine": machine,
-        "contention": _contention(table, modelled),
-        "communication": _fit_comm(comm, params, source) if comm is not None else [],
+        "contention": _contention(table, {k for k, c in classes.items() if c == "key"}),
     }
+    model["communication"], left_out = _fit_comm(comm, params, source) if comm is not None \
+        else ([], [])
     model["bf_comm"], model["bf_comm_note"] = _bf_comm(table, comm, classes, params,
                                                        app_kernel)
     model["mode"] = _mode(model)
     model["notes"] = _notes(model)
+    if left_out:
+        model["notes"].append(f"not modelled (time > 0 at fewer than {MIN_DISTINCT_P} P): "
+                              + ", ".join(left_out))
     return model
 
 
@@ -138,16 +142,27 @@ def _contention(table: pd.DataFrame, kernels: set[str]) -> dict[str, float]:
             if kernel in kernels}
 
 
-def _fit_comm(comm: pd.DataFrame, params: list[str], source: str) -> list[dict]:
+def _fit_comm(comm: pd.DataFrame, params: list[str], source: str) -> tuple[list[dict], list]:
+    """The operations' models, and the operations left out: those that took time at fewer
+    than 3 P (a single process does not communicate; a call may be too rare to time)."""
     table = comm_points(comm, params)
+    table = table[table["time"] > 0]
     keys = list(comm_keys(comm))
-    return [fit_operation(tuple(np.atleast_1d(key)), rows, params, source)
-            for key, rows in table.groupby(keys if len(keys) > 1 else keys[0], sort=True)]
+    fitted, left_out = [], []
+    for key, rows in table.groupby(keys if len(keys) > 1 else keys[0], sort=True):
+        key = tuple(np.atleast_1d(key))
+        if rows["p"].nunique() < MIN_DISTINCT_P:
+            left_out.append("/".join(map(str, key)))
+            continue
+        fitted.append(fit_operation(key, rows, params, source))
+    return fitted, left_out
 
 
 def _bf_comm(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
              params: list[str], app_kernel: str | None) -> tuple[float, str]:
-    """BF_comm = (T_mapp - T_mcomp) / T_mcomm over runs that measured the application time."""
+    """BF_comm = (T_mapp - T_mcomp) / T_mcomm, the share of communication time not hidden
+    behind computation, from the runs that measured the application time and communicated
+    (a single process says nothing about it)."""
     if comm is None or app_kernel is None:
         return 1.0, "1: no measured application time beside a communication table"
     time = table[table["metric"] == TIME_METRIC]
@@ -156,10 +171,16 @@ def _bf_comm(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
     computing = [k for k, c in classes.items() if c not in ("application", "communication")]
     comp = time[time["kernel"].isin(computing)].groupby(run)["value"].sum()
     comm_time = comm_points(comm, params).groupby(run)["time"].sum()
-    ratio = ((app - comp) / comm_time).dropna()
-    if ratio.empty:
-        return 1.0, "1: the runs of the measurements and the communication table do not match"
-    return float(ratio.mean()), f"mean over {len(ratio)} runs of (T_mapp - T_mcomp) / T_mcomm"
+    runs = pd.concat({"app": app, "comp": comp, "comm": comm_time}, axis=1).dropna()
+    runs = runs[(runs.index.get_level_values("p") > 1) & (runs["comm"] > 0)]
+    if runs.empty:
+        return 1.0, "1: no run both measured the application time and communicated"
+    ratio = float((runs["app"] - runs["comp"]).sum() / runs["comm"].sum())
+    note = f"(T_mapp - T_mcomp) / T_mcomm summed over {len(runs)} runs = {ratio:.3g}"
+    if not 0.0 <= ratio <= 1.0:
+        note += ("; outside [0, 1], so time beyond computation and MPI (e.g. waits of "
+                 "oversubscribed ranks) is not communication: clamped")
+    return min(max(ratio, 0.0), 1.0), note
 
 
 def _mode(model: dict) -> str:

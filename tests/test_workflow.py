@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-STAGES = ("import_profiles", "fit_model", "evaluate_model", "predict")
+STAGES = ("fit_model", "evaluate_model", "predict")
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("snakemake") is None,
@@ -46,15 +46,31 @@ def test_lint_is_clean() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_dry_run_plans_every_stage_of_the_default_study() -> None:
+def test_dry_run_plans_every_stage_of_the_default_studies() -> None:
+    """LAMMPS is profiled (its MPI traces feed the model), RELeARN's profiles imported."""
     done = dry_run()
     assert done.returncode == 0, done.stderr
     for rule in STAGES:
         outputs = planned(done.stdout, rule)
-        assert outputs, f"{rule}: no job planned\n{done.stdout}"
-        assert all(path.startswith("results/relearn/") for path in outputs), outputs
+        for study in ("relearn", "lammps-lj"):
+            assert any(path.startswith(f"results/{study}/") for path in outputs), outputs
+    assert planned(done.stdout, "profile_study") == [
+        "results/lammps-lj/measurements.csv", "results/lammps-lj/comm.csv",
+        "results/lammps-lj/measurements.csv.provenance.json"]
+    assert planned(done.stdout, "import_profiles")[0] == "results/relearn/measurements.csv"
+    assert "apmt profile config/studies/lammps-lj.yaml --results results" in done.stdout
+    assert "--comm results/lammps-lj/comm.csv" in done.stdout
     assert "--at p=1024,n=5000 --at p=2048,n=9000" in done.stdout
     assert "--app-kernel 'main()'" in done.stdout
+
+
+def test_a_profiled_study_must_carry_its_key_as_name(tmp_path: Path) -> None:
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(yaml.safe_dump({"studies": {"other-name": {
+        "profile": "config/studies/lammps-lj.yaml"}}}))
+    done = dry_run("--configfile", str(extra))
+    assert done.returncode != 0
+    assert "is study 'lammps-lj'; its key here must be the same" in done.stdout + done.stderr
 
 
 def test_a_study_with_only_its_profiles_gets_the_defaults(tmp_path: Path) -> None:
@@ -83,6 +99,8 @@ def test_every_config_key_has_a_type_a_description_and_a_default() -> None:
 
     def check(node: dict, where: str) -> None:
         required = set(node.get("required", ()))
+        for alternative in node.get("oneOf", ()):     # one of several keys is required
+            required |= set(alternative.get("required", ()))
         for key, sub in node.get("properties", {}).items():
             if "$ref" in sub:
                 continue

@@ -28,6 +28,7 @@ from apmt.collect.runner import (
     DONE,
     backend_passes,
     make_backends,
+    needs_pass,
     pass_name,
     raw_dir,
     read_run_json,
@@ -84,8 +85,9 @@ def finished_runs(results_dir: Path, study: Study,
     out = []
     for run in study.runs():
         dirs = [raw_dir(results_dir, study) / pass_name(run, index)
-                for index in range(len(backend_passes(backends)))]
-        if all((d / DONE).exists() for d in dirs):
+                if needs_pass(run, backend) else None
+                for index, backend in enumerate(backend_passes(backends))]
+        if dirs[0] is not None and all(d is None or (d / DONE).exists() for d in dirs):
             out.append((run, dirs))
     return out
 
@@ -103,7 +105,8 @@ def _measurements(runs: list[tuple[Run, list[Path]]], backends: list[Backend],
     for run, dirs in runs:
         columns = _run_columns(run, study)
         for backend, run_dir in zip(backends, dirs, strict=False):
-            frames.append(_parsed(backend, run_dir).assign(**columns))
+            if run_dir is not None:     # a simulator's pass runs in the first repetition only
+                frames.append(_parsed(backend, run_dir).assign(**columns))
         if timed:
             frames.append(_app_rows(run, dirs[timing]).assign(**columns))
     order = ["kernel", "metric", "p", *study.param_names, "rep", "rank", "value"]
@@ -149,7 +152,7 @@ def _communication(runs: list[tuple[Run, list[Path]]], study: Study) -> pd.DataF
     """PMPI rows of the traced pass of every run."""
     frames = []
     for run, dirs in runs:
-        traced = [d for d in dirs if (read_run_json(d) or {}).get("trace_mpi")]
+        traced = [d for d in dirs if d is not None and (read_run_json(d) or {}).get("trace_mpi")]
         if not traced:
             continue
         from apmt.collect import pmpi

@@ -197,6 +197,8 @@ def check_finished_runs(study: Study, results_dir: Path, backends: list[Backend]
     for run in study.runs():
         for index, backend in enumerate(backend_passes(backends)):
             run_dir = raw_dir(results_dir, study) / pass_name(run, index)
+            if not needs_pass(run, backend):
+                continue
             info = read_run_json(run_dir) if (run_dir / DONE).exists() else None
             if info is None:
                 continue
@@ -221,6 +223,12 @@ def pass_name(run: Run, index: int) -> str:
 
 def backend_passes(backends: list[Backend]) -> list[Backend | None]:
     return list(backends) or [None]
+
+
+def needs_pass(run: Run, backend: Backend | None) -> bool:
+    """A simulator's counts are the same in every repetition (cachegrind is deterministic),
+    so its pass runs in the first repetition only: the slowest pass is not repeated."""
+    return run.rep == 1 or backend is None or not backend.simulated
 
 
 def timing_pass(backends: list[Backend]) -> int:
@@ -267,6 +275,8 @@ def plan(study: Study, results_dir: Path, backends: list[Backend],
     out = []
     for run in study.runs():
         for index, backend in enumerate(backend_passes(backends)):
+            if not needs_pass(run, backend):
+                continue
             run_dir = (raw_dir(results_dir, study) / pass_name(run, index)).absolute()
             prefix = backend.rank_prefix(run_dir) if backend is not None else ""
             line = " ".join(w for w in (prefix.strip(), app_command(study, run, run_dir)) if w)

@@ -6,6 +6,8 @@ import shlex
 import sys
 from pathlib import Path
 
+import yaml
+
 from snakemake.utils import validate
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
@@ -13,6 +15,28 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 validate(config, schema="../schemas/config.schema.yaml")
 
 STUDIES = list(config["studies"])
+PROFILED = [name for name in STUDIES if config["studies"][name].get("profile")]
+IMPORTED = [name for name in STUDIES if name not in PROFILED]
+
+
+def study_pattern(names: list[str]) -> str:
+    """A wildcard constraint matching exactly these study names (nothing when empty)."""
+    return "|".join(re.escape(name) for name in names) or "(?!)"
+
+
+def check_profiled_names() -> None:
+    """`apmt profile` writes into results/<the study file's name>/: it must be the key."""
+    for name in PROFILED:
+        path = Path(config["studies"][name]["profile"])
+        if not path.is_file():
+            raise ValueError(f"config: studies.{name}.profile: no such file {str(path)!r}")
+        declared = (yaml.safe_load(path.read_text()) or {}).get("name", path.stem)
+        if declared != name:
+            raise ValueError(f"config: studies.{name}.profile: {str(path)!r} is study "
+                             f"{declared!r}; its key here must be the same")
+
+
+check_profiled_names()
 
 
 wildcard_constraints:
@@ -63,7 +87,30 @@ def import_format(wildcards) -> str:
     return study_settings(wildcards)["import"]["format"]
 
 
+# --- profile ------------------------------------------------------------------------------------
+
+
+def profile_study_file(wildcards) -> str:
+    return study_settings(wildcards)["profile"]
+
+
+def profile_setup_files(wildcards) -> list[str]:
+    """The files the study copies into every run (its `setup`, relative to the study file)."""
+    study = Path(profile_study_file(wildcards))
+    setup = (yaml.safe_load(study.read_text()) or {}).get("setup") or []
+    return [str(study.parent / name) for name in setup]
+
+
 # --- fit and evaluate ---------------------------------------------------------------------------
+
+
+def comm_table(wildcards) -> list[str]:
+    """The communication table: the MPI traces of a profiled study (imports have none)."""
+    return [f"results/{wildcards.study}/comm.csv"] if wildcards.study in PROFILED else []
+
+
+def comm_option(wildcards, input) -> str:
+    return shlex.join(["--comm", input.comm[0]]) if input.comm else ""
 
 
 def param_options(wildcards) -> str:
@@ -84,6 +131,11 @@ def app_kernel_option(wildcards) -> str:
 
 def holdout(wildcards) -> str:
     return study_settings(wildcards)["holdout"]
+
+
+def metrics_option(wildcards) -> str:
+    metrics = study_settings(wildcards)["evaluate_metrics"]
+    return shlex.join(["--metrics", ",".join(metrics)]) if metrics else ""
 
 
 def baselines(wildcards) -> str:

@@ -6,6 +6,7 @@
 rule evaluate_model:
     input:
         measurements="results/{study}/measurements.csv",
+        comm=comm_table,
     output:
         evaluation=report(
             "results/{study}/evaluation.csv",
@@ -15,16 +16,19 @@ rule evaluate_model:
         ),
         validation="results/{study}/validation.json",
     params:
+        comm=comm_option,
         holdout=holdout,
         params=param_options,
         app_kernel=app_kernel_option,
         baselines=baselines,
+        metrics=metrics_option,
         tolerance=config["tolerance"],
     log:
         "logs/{study}/evaluate.log",
     conda:
         "../envs/apmt.yaml"
     shell:
-        "apmt evaluate {input.measurements} --holdout {params.holdout:q} {params.params}"
+        "apmt evaluate {input.measurements} {params.comm} --holdout {params.holdout:q}"
+        " {params.params} {params.metrics}"
         " {params.app_kernel} --baselines {params.baselines:q} --tolerance {params.tolerance}"
         " --validation {output.validation} -o {output.evaluation} > {log} 2>&1"

@@ -8,6 +8,8 @@ rule import_profiles:
     output:
         measurements="results/{study}/measurements.csv",
         provenance="results/{study}/measurements.csv.provenance.json",
+    wildcard_constraints:
+        study=study_pattern(IMPORTED),
     params:
         format=import_format,
     log:

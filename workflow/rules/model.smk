@@ -4,6 +4,7 @@
 rule fit_model:
     input:
         measurements="results/{study}/measurements.csv",
+        comm=comm_table,
         provenance="results/{study}/measurements.csv.provenance.json",
     output:
         model=report(
@@ -13,6 +14,7 @@ rule fit_model:
             labels={"study": "{study}", "table": "model"},
         ),
     params:
+        comm=comm_option,
         params=param_options,
         app_kernel=app_kernel_option,
         threshold=config["threshold"],
@@ -21,5 +23,5 @@ rule fit_model:
     conda:
         "../envs/apmt.yaml"
     shell:
-        "apmt fit {input.measurements} {params.params} {params.app_kernel}"
+        "apmt fit {input.measurements} {params.comm} {params.params} {params.app_kernel}"
         " --threshold {params.threshold} -o {output.model} > {log} 2>&1"
