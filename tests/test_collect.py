@@ -474,6 +474,23 @@ def test_backend_passes_and_the_rank_contract(mpi_app: Path, tmp_path: Path) -> 
 
 
 @needs_mpi
+def test_a_simulated_pass_runs_in_the_first_repetition_only(mpi_app: Path,
+                                                            tmp_path: Path) -> None:
+    """Simulated counts are deterministic: the second repetition skips that (slow) pass, and
+    the table still holds its counts once and the timing pass's twice."""
+    study = load_study(study_file(tmp_path, command=f"{mpi_app} 1 {{n}}", p=[1],
+                                  params={"n": [1000]}, repetitions=2, trace_mpi=False))
+    backends = [FakeBackend("fake-b", "cycles"),
+                FakeBackend("fake-a", "instructions", simulated=True)]
+    records = run_study(study, tmp_path / "res", backends)
+    assert [r.run for r in records] == ["p1_n1000_r1", "p1_n1000_r1.pass2", "p1_n1000_r2"]
+    measurements, _ = extract(tmp_path / "res", study, backends)
+    work = measurements[measurements["kernel"] == "work"]
+    assert work.groupby("metric")["rep"].apply(sorted).to_dict() == {
+        "cycles": [1, 2], "instructions": [1]}
+
+
+@needs_mpi
 def test_real_perf_clock_backend(mpi_app: Path, tmp_path: Path) -> None:
     backends = real_backend("perf-clock")
     study = load_study(study_file(tmp_path, command=f"{mpi_app} 1 {{n}}", p=[1, 2],
