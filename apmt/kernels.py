@@ -35,6 +35,25 @@ MPI_LIBRARY = re.compile(
     r"|libompi\w*)$")
 
 
+VERSION_SUFFIX = re.compile(r"@+[A-Za-z_][\w.]*$")
+
+
+def function_name(symbol: str) -> str:
+    """One name per function whichever tool saw it: without a symbol version (``@GLIBC_2.2.5``)
+    and without a C++ parameter list (cachegrind prints ``ns::f(int, int)``, perf ``ns::f``)."""
+    name = VERSION_SUFFIX.sub("", symbol.strip())
+    name = re.sub(r"\)\s*(const|volatile|&|&&|\s)*$", ")", name)
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for index in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[index], 0)
+        if depth == 0:
+            head = name[:index]
+            return name if not head or head.endswith("operator") else head
+    return name
+
+
 def is_mpi(kernel: str) -> bool:
     """An MPI call by the leaf name of its call path (C, Fortran and PMPI spellings), or an
     MPI library's internals grouped as ``<library>``."""

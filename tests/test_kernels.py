@@ -168,3 +168,16 @@ def test_relearn_application_kernel(shared_data: Path) -> None:
     assert (kernels.drop(index="main()")["class"] != "application").all()
     # shares are of main()'s time; the nested regions are below it
     assert (kernels["max_share"] <= 1.0 + 1e-9).all()
+
+
+def test_one_name_per_function_whichever_tool_saw_it() -> None:
+    """cachegrind prints C++ parameter lists, perf does not; glibc symbols carry versions."""
+    from apmt.kernels import function_name
+
+    assert function_name("LAMMPS_NS::PairLJCut::compute(int, int)") == \
+        "LAMMPS_NS::PairLJCut::compute"
+    assert function_name("std::vector<int>::push_back(int const&) const") == \
+        "std::vector<int>::push_back"
+    assert function_name("clock_nanosleep@GLIBC_2.2.5") == "clock_nanosleep"
+    assert function_name("Functor::operator()(double)") == "Functor::operator()"
+    assert function_name("main") == "main"

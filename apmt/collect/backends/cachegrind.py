@@ -52,7 +52,7 @@ import pandas as pd
 from apmt.collect.backends.cpu import MEASURABLE_METRICS
 from apmt.collect.backends.perf import COLUMNS, LOADER, UNKNOWN
 from apmt.errors import ApmtError
-from apmt.kernels import MPI_NAME
+from apmt.kernels import MPI_NAME, function_name
 
 LEVELS = ("I1", "D1", "LL")
 DEFAULT_ASSOC = {"l1d": 8, "l1i": 8, "llc": 16}
@@ -79,7 +79,6 @@ MPI_PREFIXES = (
 )
 _LOADER_NAME = re.compile(r"^(_dl_|_dl[A-Z]|dl_main|_rtld|rtld_|__rtld|do_lookup_x|check_match"
                           r"|_start$|__GI__dl|vgPlain_|_vgn|_vgr|vg_)")
-_VERSION_SUFFIX = re.compile(r"@@?[A-Za-z_][\w.]*$")
 _LOADER_FILE = re.compile(r"(^|/)(elf/|rtld\.c|dl-[\w-]+\.[ch]$)|vg_preloaded|vg_replace")
 
 
@@ -218,9 +217,9 @@ def _check_summary(functions: dict[str, list[int]], summary: list[int], events: 
 
 
 def function_kernel(function: str, source_file: str = "") -> str:
-    """The kernel a cachegrind function belongs to (see module doc); a symbol version suffix
-    (``@@GLIBC_2.34``) is dropped, as perf drops it."""
-    function = _VERSION_SUFFIX.sub("", function)
+    """The kernel a cachegrind function belongs to (see module doc), named as perf names it
+    (apmt.kernels.function_name), so that time and counts of one function meet."""
+    function = function_name(function)
     if function in ("???", ""):
         return UNKNOWN
     if _LOADER_NAME.match(function) or _LOADER_FILE.search(source_file):

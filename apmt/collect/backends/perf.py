@@ -30,7 +30,7 @@ import pandas as pd
 
 from apmt.collect.backends import cpu as cpumod
 from apmt.errors import ApmtError
-from apmt.kernels import MPI_LIBRARY, MPI_NAME
+from apmt.kernels import MPI_LIBRARY, MPI_NAME, function_name
 
 KERNEL = "<kernel>"
 LOADER = "<loader>"
@@ -72,7 +72,7 @@ def kernel_name(dso: str, symbol: str) -> str:
         return f"<{library}>"
     if MPI_LIBRARY.match(library) and not MPI_NAME.match(symbol):
         return f"<{library}>"
-    return symbol
+    return function_name(symbol)
 
 
 # ---------------------------------------------------------------- perf report text
