@@ -190,7 +190,7 @@ def _mode(model: dict) -> str:
 def _notes(model: dict) -> list[str]:
     notes = []
     if model["mode"] == "time":
-        why = "no machine file" if model["cpi"] else "only time was measured"
+        why = "no machine file" if model["cpi"] else "no cycles were measured"
         notes.append(f"time-only model ({why}): each kernel's time is its own fit, "
                      "without the CPI and memory terms of Eq. 2")
     for kernel, ratio in model["contention"].items():
