@@ -12,15 +12,14 @@ from pathlib import Path
 import yaml
 
 from apmt.errors import ApmtError
+from apmt.resources import shipped
 
 LATENCY_LEVELS = ("l1", "l2", "llc", "memory")
 
 
 def shipped_machines() -> list[str]:
     """Names of the machine files that come with apmt."""
-    folder = resources.files("apmt") / "data" / "machines"
-    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir()
-                  if p.name.endswith(".yaml"))
+    return shipped("machines")
 
 
 def load_machine(name_or_path: str | Path) -> dict:

@@ -47,11 +47,10 @@ from apmt.collect.backends.perf import DEFAULT_CLOCK_HZ
 from apmt.collect.runner import STDOUT, load_study_machine, make_backends
 from apmt.collect.study import Study, with_backend
 from apmt.errors import ApmtError
-from apmt.kernels import MPI_NAME
+from apmt.kernels import MPI_NAME, function_name
 
 FLOOR = 0.001
 SMALL = "(below 0.1% in both)"
-VERSION_SUFFIX = re.compile(r"@@?[A-Za-z_][\w.]*$")   # clock_nanosleep@GLIBC_2.2.5
 # glibc picks a string function's variant by CPU (valgrind's CPU lacks AVX-512): one name
 LIBC_VARIANT = re.compile(r"^__(\w+?)_(avx|evex|sse|ssse|erms|unaligned)\w*$")
 SECTIONS = ("Pair", "Neigh", "Comm", "Output", "Modify", "Other")
@@ -74,7 +73,7 @@ def canonical(name: str) -> str:
     """One name per function for both tools: cachegrind prints the parameter list (and a
     template's return type), perf does not and keeps symbol versions; glibc's variants of a
     string function are one function."""
-    name = strip_parameters(VERSION_SUFFIX.sub("", name.strip()))
+    name = function_name(name)
     depth, cut = 0, 0
     for index, char in enumerate(name):        # a return type: a space outside <...> and (...)
         depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(char, 0)
@@ -83,19 +82,6 @@ def canonical(name: str) -> str:
     name = name[cut:]
     variant = LIBC_VARIANT.match(name)
     return variant[1] if variant else name
-
-
-def strip_parameters(name: str) -> str:
-    """``f(int, g(x))`` -> ``f``; a trailing ``const`` goes too."""
-    name = name.removesuffix(" const")
-    if not name.endswith(")"):
-        return name
-    depth = 0
-    for index in range(len(name) - 1, -1, -1):
-        depth += {")": 1, "(": -1}.get(name[index], 0)
-        if depth == 0:
-            return name[:index] if index > 0 else name
-    return name
 
 
 def totals(table: pd.DataFrame, metric: str) -> dict[str, float]:

@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from apmt.errors import ApmtError
+from apmt.resources import shipped
 from apmt.tables import COUNTER_METRICS
 
 # Metrics a backend may give beyond tables.COUNTER_METRICS (cachegrind's data-L1 and last-level
@@ -169,9 +170,7 @@ def nmi_watchdog_on(path: Path = Path("/proc/sys/kernel/nmi_watchdog")) -> bool:
 
 
 def shipped_event_files() -> list[str]:
-    folder = resources.files("apmt") / "data" / "events"
-    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir()
-                  if p.name.endswith(".yaml"))
+    return shipped("events")
 
 
 def _event_file(name_or_path: str | Path) -> Path:
