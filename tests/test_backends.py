@@ -301,7 +301,8 @@ def test_perf_events_backends_one_per_pass():
     backends = make_backend("perf-events", None, None, cpuinfo=HASWELL_EP)
     assert [b.index for b in backends] == [0, 1, 2, 3, 4]
     prefix = backends[1].rank_prefix(Path("/runs/p4 r1"))
-    assert prefix.startswith("perf record --no-bpf-event -q -e cpu_clk_unhalted.thread_p ")
+    assert prefix.startswith("perf record --no-bpf-event -B --no-buildid-cache -q "
+                             "-e cpu_clk_unhalted.thread_p ")
     assert prefix.endswith("-o '/runs/p4 r1'/perf.1.${rank}.data --")
     with_period = make_backend("perf-events", None, ["cycles"], cpuinfo=HASWELL_EP,
                                period=100003)[0]
