@@ -23,6 +23,7 @@ include: "workflow/rules/import.smk"
 include: "workflow/rules/model.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/predict.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

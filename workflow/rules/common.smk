@@ -64,13 +64,15 @@ def study_settings(wildcards) -> dict:
 
 
 def final_outputs() -> list[str]:
-    """The targets of the default job. Per study the model, plus the evaluation when a
-    holdout is set and the predictions when points are listed."""
+    """The targets of the default job. Per study the model, plus the evaluation and the
+    figures when a holdout is set and the predictions when points are listed."""
     targets = []
     for study, settings in config["studies"].items():
         targets.append(f"results/{study}/model.json")
         if settings["holdout"]:
             targets.append(f"results/{study}/evaluation.csv")
+            targets += [f"results/{study}/figures/{name}.png"
+                        for name in ("fits", "scaling", "breakdown", "errors", "ranking")]
         if settings["predict"]:
             targets.append(f"results/{study}/predictions.csv")
     return targets

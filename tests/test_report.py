@@ -1,0 +1,139 @@
+"""Figures of a study, drawn from a model of the real RELeARN data (32 to 512 ranks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from apmt.evaluate import evaluate
+from apmt.ingest import import_profiles
+from apmt.model import build_model, save_model
+from apmt.report import (
+    FIGURES,
+    main,
+    plot_breakdown,
+    plot_errors,
+    plot_kernel_fits,
+    plot_ranking,
+    plot_scaling,
+    scale_points,
+)
+from apmt.tables import APP_KERNEL, write_table
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "relearn" / "relearn_data.txt"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+P_VALUES = [32, 64, 128, 256, 512, 1024, 2048, 4096]
+
+pytestmark = pytest.mark.skipif(not DATA.is_file(), reason="RELeARN data not available")
+
+
+@pytest.fixture(scope="module")
+def study() -> dict:
+    measurements, kind = import_profiles("extrap-text", [DATA])
+    model = build_model(measurements, ["n"], source=str(DATA), app_kernel="main()",
+                        per_rank_params=frozenset({"n"}))
+    evaluation = evaluate(measurements, kind, ["n"], "p=max", ["analytic", "amdahl", "powerlaw"],
+                          str(DATA), frozenset({"n"}))
+    return {"measurements": measurements, "model": model, "evaluation": evaluation}
+
+
+def check_png(path: Path) -> None:
+    data = path.read_bytes()
+    assert data.startswith(PNG_SIGNATURE)
+    assert 10_000 < len(data) < 2_000_000
+    assert not list(path.parent.glob(f".{path.stem}.*")), "a temporary file was left behind"
+
+
+def check_axes(figure, log_p: bool = True) -> None:
+    axes = [ax for ax in figure.axes if ax.get_visible()]
+    assert axes
+    for ax in axes:
+        assert ax.get_xlabel() and ax.get_ylabel()
+        if log_p:
+            assert ax.get_xscale() == "log"
+    assert figure.texts or any("relearn" in ax.get_title() for ax in axes)
+
+
+def test_kernel_fits(study, tmp_path):
+    out = tmp_path / "fits.png"
+    figure = plot_kernel_fits(study["measurements"], study["model"], out, "relearn")
+    check_png(out)
+    check_axes(figure)
+    visible = [ax for ax in figure.axes if ax.get_visible()]
+    key = [k for k in study["model"]["kernels"] if k["class"] == "key"]
+    assert len(visible) == min(len(key), 6)
+    # three parameter values: smallest, middle and largest n, each with its label
+    labels = visible[0].get_legend_handles_labels()[1]
+    assert labels == ["n=5000", "n=7000", "n=9000"]
+    assert visible[0].get_xlim()[1] >= 8 * 512
+
+
+def test_scaling(study, tmp_path):
+    out = tmp_path / "scaling.png"
+    figure = plot_scaling(study["measurements"], study["model"], out, "relearn")
+    check_png(out)
+    check_axes(figure)
+    labels = figure.axes[0].get_legend_handles_labels()[1]
+    assert any(label.startswith("measured") for label in labels)
+    assert any(label.startswith("model") for label in labels)
+
+
+def test_breakdown(study, tmp_path):
+    out = tmp_path / "breakdown.png"
+    figure = plot_breakdown(study["model"], out, P_VALUES, {"n": 9000.0}, "relearn", 512)
+    check_png(out)
+    check_axes(figure, log_p=False)
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()][-1] == "4096*"
+    assert "computation" in ax.get_legend_handles_labels()[1]
+
+
+def test_errors(study, tmp_path):
+    out = tmp_path / "errors.png"
+    figure = plot_errors(study["evaluation"], out, "relearn")
+    check_png(out)
+    check_axes(figure, log_p=False)
+    ticks = [t.get_text().split("\n")[0] for t in figure.axes[0].get_xticklabels()]
+    assert ticks == ["apmt", "analytic", "amdahl", "powerlaw"]
+
+
+def test_errors_leave_out_the_application_rows(study, tmp_path):
+    evaluation = study["evaluation"]
+    app_rows = evaluation.head(4).assign(kernel=APP_KERNEL, ape=1e6)
+    with_app = pd.concat([evaluation, app_rows], ignore_index=True)
+    figure = plot_errors(with_app, tmp_path / "errors.png")
+    heights = [bar.get_height() for bar in figure.axes[0].patches]
+    assert max(heights) < 1e5
+
+
+def test_ranking(study, tmp_path):
+    out = tmp_path / "ranking.png"
+    figure = plot_ranking(study["model"], out, P_VALUES, {"n": 9000.0}, "relearn")
+    check_png(out)
+    check_axes(figure)
+    assert figure.axes[0].get_yscale() == "log"
+    labels = figure.axes[1].get_legend_handles_labels()[1]
+    ranked = [k for k in study["model"]["kernels"] if k["class"] in ("key", "non-scalable")]
+    assert len(labels) == len(ranked)
+
+
+def test_scale_points():
+    assert scale_points([32, 64, 128, 256, 512]) == P_VALUES
+    assert scale_points([1, 2, 3, 4]) == [1, 2, 3, 4, 8, 16, 32]
+
+
+def test_command_writes_all_figures(study, tmp_path):
+    folder = tmp_path / "relearn"
+    write_table(study["measurements"], folder / "measurements.csv")
+    save_model(study["model"], folder / "model.json")
+    write_table(study["evaluation"], folder / "evaluation.csv")
+    assert main([str(folder), "-o", str(folder / "figures")]) == 0
+    for name in FIGURES:
+        check_png(folder / "figures" / f"{name}.png")
+
+
+def test_command_reports_a_missing_study(tmp_path, capsys):
+    assert main([str(tmp_path / "none"), "-o", str(tmp_path / "figures")]) == 2
+    assert "error:" in capsys.readouterr().err
