@@ -51,6 +51,7 @@ MODEL_FORMAT = "apmt-model/1"
 MODELLED = ("key", "non-scalable", "application")
 PARTS = ("comp_time", "mem_time", "comm_time", "others_time")
 CONTENTION_LIMIT = 1e-4
+UNACCOUNTED = "<unaccounted>"
 
 
 def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
@@ -69,8 +70,10 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     else:
         modelled = {k for k, c in classes.items() if c in MODELLED}
     aggregated = [k for k, c in classes.items() if c == "aggregated"]
+    unaccounted = _unaccounted(table, comm, classes, params, app_kernel)
     series_table = pd.concat([table[table["kernel"].isin(modelled)],
-                              _aggregate(table, aggregated, params)], ignore_index=True)
+                              _aggregate(table, aggregated, params), unaccounted],
+                             ignore_index=True)
     series = _fit_all_series(series_table, params, source, per_rank_params)
     model = {
         "format": MODEL_FORMAT, "params": params, "per_rank_params": sorted(per_rank_params),
@@ -83,12 +86,37 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         else ([], [])
     model["bf_comm"], model["bf_comm_note"] = _bf_comm(table, comm, classes, params,
                                                        app_kernel)
+    if not unaccounted.empty:
+        model["bf_comm"], model["bf_comm_note"] = 1.0, (
+            f"1: the measured application time exceeds computation plus MPI in every run; "
+            f"the rest is modelled as {UNACCOUNTED} (start-up, waits outside MPI)")
     model["mode"] = _mode(model)
     model["notes"] = _notes(model)
     if left_out:
         model["notes"].append(f"not modelled (time > 0 at fewer than {MIN_DISTINCT_P} P): "
                               + ", ".join(left_out))
     return model
+
+
+def _unaccounted(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
+                 params: list[str], app_kernel: str | None) -> pd.DataFrame:
+    """The measured wall time (kernel <app>) that neither the sampled functions nor MPI
+    explain, per point: process start-up, launcher, waits of oversubscribed ranks. Part of
+    T_others when it is positive in every run; else (overlap) BF_comm accounts for it."""
+    if app_kernel != APP_KERNEL or comm is None:
+        return pd.DataFrame()
+    time = table[table["metric"] == TIME_METRIC]
+    run = ["p", *params]
+    app = time[time["kernel"] == APP_KERNEL].groupby(run)["value"].mean()
+    computing = [k for k, c in classes.items() if c not in ("application", "communication")]
+    inside = time[time["kernel"].isin(computing)].groupby(run)["value"].sum()
+    inside = inside.add(comm_points(comm, params).groupby(run)["time"].sum(), fill_value=0.0)
+    rest = (app - inside).dropna()
+    if rest.empty or (rest <= 0).any() or rest.index.get_level_values("p").nunique() < \
+            MIN_DISTINCT_P:
+        return pd.DataFrame()
+    frame = rest.rename("value").reset_index()
+    return frame.assign(kernel=UNACCOUNTED, metric=TIME_METRIC, reps=1)
 
 
 def _aggregate(table: pd.DataFrame, kernels: list[str], params: list[str]) -> pd.DataFrame:
@@ -271,7 +299,7 @@ def assemble(model: dict, values: dict[str, np.ndarray],
             continue
         if kind == "communication":
             parts["comm_time"].add(entry["fit"].predict(values))
-        elif kernel == OTHERS:
+        elif kernel in (OTHERS, UNACCOUNTED):
             parts["others_time"].add(entry["fit"].predict(values))
         else:
             for part, bounds in _kernel_time(model, kernel, values).items():
