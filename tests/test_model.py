@@ -330,7 +330,7 @@ def test_bf_comm_ignores_runs_without_communication_and_stays_a_share() -> None:
     comm, comm_time = comm_rows()
     comm.loc[comm["p"] == BF_P[0], "time"] = 0.0
     solve = 40.0 / BF_P + 0.3
-    beyond = np.where(BF_P == BF_P.max(), 0.5, 3.0)   # mostly 3x the MPI time beyond computation
+    beyond = np.where(BF_P.max() == BF_P, 0.5, 3.0)   # mostly 3x the MPI time beyond computation
     app = solve + beyond * comm_time
     rows = [{"kernel": kernel, "metric": "time", "p": int(p), "value": value}
             for i, p in enumerate(BF_P)
