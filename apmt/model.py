@@ -70,7 +70,10 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     else:
         modelled = {k for k, c in classes.items() if c in MODELLED}
     aggregated = [k for k, c in classes.items() if c == "aggregated"]
-    unaccounted = _unaccounted(table, comm, classes, params, app_kernel)
+    runs = _run_times(table, comm, classes, params, app_kernel) \
+        if comm is not None and app_kernel is not None else None
+    unaccounted = _unaccounted(runs) if runs is not None and app_kernel == APP_KERNEL \
+        else pd.DataFrame()
     series_table = pd.concat([table[table["kernel"].isin(modelled)],
                               _aggregate(table, aggregated, params), unaccounted],
                              ignore_index=True)
@@ -84,8 +87,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     }
     model["communication"], left_out = _fit_comm(comm, params, source) if comm is not None \
         else ([], [])
-    model["bf_comm"], model["bf_comm_note"] = _bf_comm(table, comm, classes, params,
-                                                       app_kernel)
+    model["bf_comm"], model["bf_comm_note"] = _bf_comm(runs) if runs is not None else (
+        1.0, "1: no measured application time beside a communication table")
     if not unaccounted.empty:
         model["bf_comm"], model["bf_comm_note"] = 1.0, (
             f"1: the measured application time exceeds computation plus MPI in every run; "
@@ -98,20 +101,25 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     return model
 
 
-def _unaccounted(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
-                 params: list[str], app_kernel: str | None) -> pd.DataFrame:
+def _run_times(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
+               params: list[str], app_kernel: str | None) -> pd.DataFrame:
+    """Per point: the measured application time, the computing kernels' time and the MPI
+    time of the communication table (columns app, comp, comm; NaN where not measured)."""
+    time = table[table["metric"] == TIME_METRIC]
+    run = ["p", *params]
+    app = time[time["kernel"] == app_kernel].groupby(run)["value"].mean()
+    computing = [k for k, c in classes.items() if c not in ("application", "communication")]
+    comp = time[time["kernel"].isin(computing)].groupby(run)["value"].sum()
+    comm_time = comm_points(comm, params).groupby(run)["time"].sum()
+    return pd.concat({"app": app, "comp": comp, "comm": comm_time}, axis=1)
+
+
+def _unaccounted(runs: pd.DataFrame) -> pd.DataFrame:
     """The measured wall time (kernel <app>) that neither the sampled functions nor MPI
     explain, per point: process start-up, launcher, waits of oversubscribed ranks. Part of
     T_others when it is positive in every run; else (overlap) BF_comm accounts for it."""
-    if app_kernel != APP_KERNEL or comm is None:
-        return pd.DataFrame()
-    time = table[table["metric"] == TIME_METRIC]
-    run = ["p", *params]
-    app = time[time["kernel"] == APP_KERNEL].groupby(run)["value"].mean()
-    computing = [k for k, c in classes.items() if c not in ("application", "communication")]
-    inside = time[time["kernel"].isin(computing)].groupby(run)["value"].sum()
-    inside = inside.add(comm_points(comm, params).groupby(run)["time"].sum(), fill_value=0.0)
-    rest = (app - inside).dropna()
+    inside = runs["comp"].add(runs["comm"], fill_value=0.0)
+    rest = (runs["app"] - inside).dropna()
     if rest.empty or (rest <= 0).any() or rest.index.get_level_values("p").nunique() < \
             MIN_DISTINCT_P:
         return pd.DataFrame()
@@ -186,20 +194,11 @@ def _fit_comm(comm: pd.DataFrame, params: list[str], source: str) -> tuple[list[
     return fitted, left_out
 
 
-def _bf_comm(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
-             params: list[str], app_kernel: str | None) -> tuple[float, str]:
+def _bf_comm(runs: pd.DataFrame) -> tuple[float, str]:
     """BF_comm = (T_mapp - T_mcomp) / T_mcomm, the share of communication time not hidden
     behind computation, from the runs that measured the application time and communicated
     (a single process says nothing about it)."""
-    if comm is None or app_kernel is None:
-        return 1.0, "1: no measured application time beside a communication table"
-    time = table[table["metric"] == TIME_METRIC]
-    run = ["p", *params]
-    app = time[time["kernel"] == app_kernel].groupby(run)["value"].mean()
-    computing = [k for k, c in classes.items() if c not in ("application", "communication")]
-    comp = time[time["kernel"].isin(computing)].groupby(run)["value"].sum()
-    comm_time = comm_points(comm, params).groupby(run)["time"].sum()
-    runs = pd.concat({"app": app, "comp": comp, "comm": comm_time}, axis=1).dropna()
+    runs = runs.dropna()
     runs = runs[(runs.index.get_level_values("p") > 1) & (runs["comm"] > 0)]
     if runs.empty:
         return 1.0, "1: no run both measured the application time and communicated"

@@ -14,9 +14,7 @@ fits.png, scaling.png, breakdown.png, errors.png and ranking.png.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,7 +28,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from apmt.errors import ApmtError
 from apmt.model import PARTS, assemble, load_model
 from apmt.series import per_run
-from apmt.tables import APP_KERNEL, TIME_METRIC, read_table
+from apmt.tables import APP_KERNEL, TIME_METRIC, read_table, write_atomic
 
 EXTRAPOLATION = 8          # the curves go on to this multiple of the largest measured P
 MAX_PANELS = 6
@@ -44,18 +42,8 @@ FIGURES = ("fits", "scaling", "breakdown", "errors", "ranking")
 # ------------------------------------------------------------------------------------ helpers
 
 def _save(figure: Figure, out: str | Path) -> Figure:
-    """Write the PNG under a temporary name, then rename: no half-written figure is left."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=".png")
-    os.close(handle)
-    try:
-        figure.savefig(temporary, dpi=110, format="png")
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, out)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Write the PNG atomically: no half-written figure is left."""
+    write_atomic(out, lambda temporary: figure.savefig(temporary, dpi=110, format="png"))
     return figure
 
 

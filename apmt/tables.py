@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -238,34 +238,30 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_table(table: pd.DataFrame, path: str | Path) -> None:
-    """Write atomically (temporary file, then rename) so no partial output is ever left."""
+def write_atomic(path: str | Path, write: Callable[[str], None],
+                 mode: int | None = None) -> None:
+    """Let ``write`` fill a temporary file beside ``path``, then rename it into place, so no
+    partial output is ever left; the file gets ``mode`` (default: what ``open`` would give)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     os.close(handle)
     try:
-        os.chmod(temporary, _new_file_mode())
-        if path.suffix == ".parquet":
-            table.to_parquet(temporary, index=False)
-        else:
-            table.to_csv(temporary, index=False)
+        write(temporary)
+        os.chmod(temporary, _new_file_mode() if mode is None else mode)
         os.replace(temporary, path)
-    except BaseException:
+    finally:
         Path(temporary).unlink(missing_ok=True)
-        raise
+
+
+def write_table(table: pd.DataFrame, path: str | Path) -> None:
+    """Write a table (CSV, or Parquet by its suffix) atomically."""
+    if Path(path).suffix == ".parquet":
+        write_atomic(path, lambda temporary: table.to_parquet(temporary, index=False))
+    else:
+        write_atomic(path, lambda temporary: table.to_csv(temporary, index=False))
 
 
 def write_text_atomic(text: str, path: str | Path) -> None:
     """Write a text file atomically, as write_table does for tables."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.chmod(temporary, _new_file_mode())
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomic(path, lambda temporary: Path(temporary).write_text(text))

@@ -29,14 +29,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from apmt.errors import ApmtError
-from apmt.tables import write_text_atomic
+from apmt.tables import write_atomic, write_text_atomic
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "pmpi"
 LIBRARY_NAME = "libapmt_pmpi.so"
@@ -94,20 +93,16 @@ def _mpicc() -> str:
 
 def _compile(mpicc: str, library: Path) -> None:
     """Compile into a temporary file and rename it, so a running program never sees half."""
-    library.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=library.parent, prefix=f".{library.name}.")
-    os.close(handle)
-    command = [mpicc, *COMPILE_FLAGS, "-o", temporary, *map(str, sources())]
-    try:
+    def compile_into(temporary: str) -> None:
+        command = [mpicc, *COMPILE_FLAGS, "-o", temporary, *map(str, sources())]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise ApmtError(f"compiling the PMPI library failed: {_first_error(result)}")
-        os.chmod(temporary, 0o755)
-        os.replace(temporary, library)
+
+    try:
+        write_atomic(library, compile_into, mode=0o755)
     except OSError as error:
         raise ApmtError(f"compiling the PMPI library with {mpicc} failed: {error}") from None
-    finally:
-        Path(temporary).unlink(missing_ok=True)
 
 
 def _first_error(result: subprocess.CompletedProcess) -> str:
