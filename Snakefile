@@ -20,10 +20,12 @@ report: "workflow/report/workflow.rst"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/profile.smk"
 include: "workflow/rules/import.smk"
+include: "workflow/rules/refine.smk"
 include: "workflow/rules/model.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/predict.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/diagnose.smk"
 
 
 rule all:

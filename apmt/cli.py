@@ -130,11 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="report progress (-vv: debug)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_profile(commands, common)
+    _add_extract(commands, common)
     _add_import(commands, common)
     _add_fit(commands, common)
     _add_predict(commands, common)
     _add_evaluate(commands, common)
+    _add_refine(commands, common)
     _add_machine(commands, common)
+    _add_diagnose(commands, common)
     return parser
 
 
@@ -178,7 +181,31 @@ def _add_profile(commands: argparse._SubParsersAction, common: argparse.Argument
                           "cachegrind, auto or none")
     sub.add_argument("--dry-run", action="store_true",
                      help="check the study and print the commands without running them")
+    _add_p_option(sub)
+    sub.add_argument("--no-extract", action="store_true",
+                     help="run only; `apmt extract` makes the tables (one job per P, then one "
+                          "extraction, as the workflow does)")
+    sub.add_argument("--summary", type=Path, metavar="FILE.json",
+                     help="write what became of each run (status, wall time, folder) here")
     sub.set_defaults(run=run_profile)
+
+
+def _add_p_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--p", dest="p_values", type=int, nargs="+", metavar="P",
+                     help="only these process counts (may be ones the study file does not list)")
+
+
+def _add_extract(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    sub = commands.add_parser("extract", parents=[common],
+                              help="a study's finished runs -> measurements and communication "
+                                   "tables")
+    sub.add_argument("study", type=Path, metavar="STUDY.yaml")
+    sub.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
+                     help="results folder holding raw/<study>/ (default: results)")
+    _add_p_option(sub)
+    sub.add_argument("-o", "--output-dir", type=Path, metavar="DIR",
+                     help="where the tables go (default: DIR/<study>/)")
+    sub.set_defaults(run=run_extract)
 
 
 def _add_import(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -246,6 +273,48 @@ def _add_evaluate(commands: argparse._SubParsersAction, common: argparse.Argumen
     sub.set_defaults(run=run_evaluate)
 
 
+def _add_refine(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    refine = commands.add_parser("refine", parents=[common],
+                                 help="refinement rounds: validate and decide; the final tables")
+    actions = refine.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sub = actions.add_parser("round", parents=[common],
+                             help="validate one round's model on held-out runs and decide the "
+                                  "next runs")
+    sub.add_argument("table", type=Path, metavar="MEASUREMENTS.csv")
+    sub.add_argument("--holdout", default="p=max", help="points to hold out (default p=max)")
+    _add_model_options(sub)
+    sub.add_argument("--tolerance", type=_share, default=0.1,
+                     help="application error above which the model needs refining (0.1)")
+    sub.add_argument("--round", type=int, default=0, help="this round's number (0: the first)")
+    sub.add_argument("--max-rounds", type=int, default=1, help="refinement rounds at most")
+    sub.add_argument("--max-runs", type=int, default=2, help="new P at most, over all rounds")
+    sub.add_argument("--base-p", type=int, nargs="+", default=[], metavar="P",
+                     help="the study's own P (the others in the table were added by rounds)")
+    sub.add_argument("--candidates", type=int, nargs="+", metavar="P",
+                     help="the P refinement may run (default: powers of two and midpoints up "
+                          "to 4x the largest measured)")
+    sub.add_argument("--max-p", type=int, metavar="P", help="the largest P refinement may run")
+    sub.add_argument("--lower-frequency", type=float, metavar="GHZ",
+                     help="frequency of the computation rerun (default: the lowest offered)")
+    sub.add_argument("--previous", type=Path, nargs="+", default=[], metavar="DECISION.json",
+                     help="the earlier rounds' decisions (their runs count against the budget)")
+    sub.add_argument("--validation", type=Path, required=True, metavar="validation.json")
+    sub.add_argument("--evaluation", type=Path, required=True, metavar="evaluation.csv",
+                     help="the model's errors at the held-out points")
+    sub.add_argument("-o", "--output", type=Path, required=True, metavar="decision.json")
+    sub.set_defaults(run=run_refine_round)
+    sub = actions.add_parser("finish", parents=[common],
+                             help="the last round's tables become the study's, with every "
+                                  "round's decision in one file")
+    sub.add_argument("decisions", type=Path, nargs="*", metavar="DECISION.json")
+    sub.add_argument("--tables", type=Path, nargs="+", required=True, metavar="FILE",
+                     help="the last round's tables (and their provenance)")
+    sub.add_argument("--out-tables", type=Path, nargs="+", required=True, metavar="FILE",
+                     help="where they go, in the same order")
+    sub.add_argument("-o", "--output", type=Path, required=True, metavar="refinement.json")
+    sub.set_defaults(run=run_refine_finish)
+
+
 def _volume_ratios(text: str) -> dict[str, float]:
     """argparse type: ``R`` (every operation) or ``PATTERN=R,...`` (p2p, collective, or an
     operation's name), the communication volume ratio of paper 000, 4.2."""
@@ -281,24 +350,26 @@ def _share(text: str) -> float:
 
 # --------------------------------------------------------------------------------- profile
 
-def run_profile(args: argparse.Namespace) -> int:
-    """Run a study's runs (skipping finished ones) and extract its tables; 1 if a run failed."""
-    from apmt.collect.extract import COMMUNICATION, MEASUREMENTS, PROVENANCE, extract, output_dir
-    from apmt.collect.runner import (
-        check_runnable,
-        describe_plan,
-        load_study_machine,
-        make_backends,
-        plan,
-        run_study,
-    )
-    from apmt.collect.study import load_study, with_backend
+def _load_profiled_study(args: argparse.Namespace):
+    """The study file with the command line's --backend and --p applied, its machine and
+    backends."""
+    from apmt.collect.runner import load_study_machine, make_backends
+    from apmt.collect.study import load_study, with_backend, with_p
 
     study = load_study(args.study)
-    if args.backend is not None:
+    if getattr(args, "backend", None) is not None:
         study = with_backend(study, args.backend)
+    if args.p_values:
+        study = with_p(study, args.p_values)
     machine = load_study_machine(study)
-    backends = make_backends(study, machine)
+    return study, machine, make_backends(study, machine)
+
+
+def run_profile(args: argparse.Namespace) -> int:
+    """Run a study's runs (skipping finished ones) and extract its tables; 1 if a run failed."""
+    from apmt.collect.runner import check_runnable, describe_plan, plan, run_study
+
+    study, machine, backends = _load_profiled_study(args)
     if args.dry_run:
         launcher = check_runnable(study, args.results, backends, dry_run=True)
         for planned in plan(study, args.results, backends, launcher):
@@ -306,18 +377,33 @@ def run_profile(args: argparse.Namespace) -> int:
         return 0
     records = run_study(study, args.results, backends,
                         report=lambda record: print(record.line(), flush=True))
+    if args.summary is not None:
+        write_text_atomic(json.dumps([record.summary() for record in records], indent=1)
+                          + "\n", args.summary)
     failed = [record for record in records if not record.ok]
-    if len(failed) < len(records):
-        measurements, comm = extract(args.results, study, backends, machine)
-        out = output_dir(args.results, study)
-        print(f"{out / MEASUREMENTS}: {describe_table(measurements, 'measurements')}")
-        if not comm.empty:
-            print(f"{out / COMMUNICATION}: {describe_table(comm, 'communication')}")
-        print(f"{out / PROVENANCE}")
+    if len(failed) < len(records) and not args.no_extract:
+        _extract_and_describe(args.results, study, backends, machine, None)
     if failed:
         print(f"{len(failed)} of {len(records)} runs failed", file=sys.stderr)
         return 1
     return 0
+
+
+def run_extract(args: argparse.Namespace) -> None:
+    """Tables from the finished runs only: nothing is run."""
+    study, machine, backends = _load_profiled_study(args)
+    _extract_and_describe(args.results, study, backends, machine, args.output_dir)
+
+
+def _extract_and_describe(results: Path, study, backends, machine, out_dir: Path | None) -> None:
+    from apmt.collect.extract import COMMUNICATION, MEASUREMENTS, PROVENANCE, extract, output_dir
+
+    measurements, comm = extract(results, study, backends, machine, out_dir)
+    out = out_dir if out_dir is not None else output_dir(results, study)
+    print(f"{out / MEASUREMENTS}: {describe_table(measurements, 'measurements')}")
+    if not comm.empty:
+        print(f"{out / COMMUNICATION}: {describe_table(comm, 'communication')}")
+    print(f"{out / PROVENANCE}")
 
 
 # ---------------------------------------------------------------------------------- import
@@ -604,6 +690,60 @@ def run_evaluate(args: argparse.Namespace) -> None:
               f"{'refine ' + decision['part'] if decision['refine'] else 'no refinement needed'}")
 
 
+def run_refine_round(args: argparse.Namespace) -> None:
+    """Validate the round's model (fit without the held-out runs) and plan the next round
+    from the model of all its runs, where its intervals are widest."""
+    from apmt.evaluate import validate
+    from apmt.model import build_model
+    from apmt.refine import frequency_control, plan_round, runs_asked
+
+    table, params, per_rank = _read_with_params(args, args.table, "measurements")
+    comm, options = _model_inputs(args, params, per_rank)
+    rows, validation = validate(table, params, args.holdout, args.tolerance, str(args.table),
+                                comm, **options)
+    model = build_model(table, params, source=str(args.table), comm=comm, **options)
+    previous = [_read_json(path) for path in args.previous]
+    settings = {"candidates": args.candidates, "max_p": args.max_p,
+                "lower_frequency_ghz": args.lower_frequency}
+    decision = plan_round(validation, model, sorted(table["p"].unique()), args.round,
+                          {"max_rounds": args.max_rounds, "max_runs": args.max_runs}, settings,
+                          frequency_control(), runs_used=runs_asked(previous))
+    decision["base_p"] = args.base_p
+    decision["validation"] = validation
+    write_table(rows, args.evaluation)
+    write_text_atomic(json.dumps(validation, indent=1) + "\n", args.validation)
+    write_text_atomic(json.dumps(decision, indent=1, default=float) + "\n", args.output)
+    print(f"round {args.round}: {decision['action']}: {decision['reason']}")
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except ValueError as error:
+        raise ApmtError(f"{path}: not JSON ({error})") from None
+
+
+def run_refine_finish(args: argparse.Namespace) -> None:
+    """Copy the last round's tables to the study's folder; one file tells every round."""
+    if len(args.tables) != len(args.out_tables):
+        raise ApmtError(f"--tables gives {len(args.tables)} files but --out-tables "
+                        f"{len(args.out_tables)}")
+    decisions = [_read_json(path) for path in args.decisions]
+    for source, target in zip(args.tables, args.out_tables, strict=True):
+        write_text_atomic(source.read_text(), target)
+    last = decisions[-1] if decisions else None
+    summary = {
+        "rounds": decisions,
+        "final_round": len(decisions) - 1 if decisions else 0,
+        "tables_from": str(args.tables[0].parent),
+        "outcome": ("refinement off: no holdout, a budget of 0, or an imported study"
+                    if last is None else f"round {last['round']}: {last['action']}: "
+                                          f"{last['reason']}"),
+    }
+    write_text_atomic(json.dumps(summary, indent=1) + "\n", args.output)
+    print(summary["outcome"])
+
+
 def table_kind(path: Path) -> str:
     """``communication`` when the header has op, calls, bytes and time, else measurements."""
     try:
@@ -628,6 +768,76 @@ SUMMARY_FORMATS: dict[str, Callable[[float], str]] = {
 def format_summary(table: pd.DataFrame) -> str:
     """apmt.evaluate.summary as a small text table: the median error per method first."""
     return table.to_string(index=False, formatters=SUMMARY_FORMATS, na_rep="-")
+
+
+# -------------------------------------------------------------------------------- diagnose
+
+def _add_diagnose(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    sub = commands.add_parser(
+        "diagnose", parents=[common],
+        help="validity, scaling, LCPI bottlenecks and remedies of a study (or of a command)",
+        description="apmt diagnose DIR [DIR2] assesses results/<study>/ (measurements.csv, "
+                    "model.json); a second folder is compared with the first. apmt diagnose "
+                    "[--np N ...] -- mpirun -np 4 ./app ARGS measures the command first, as "
+                    "a one-off study in RESULTS/diagnose/<name>/ (earlier runs of that name "
+                    "are kept beside), then assesses it.")
+    sub.add_argument("words", nargs="*", metavar="DIR | -- COMMAND",
+                     help="one or two study folders, or after -- the command to measure")
+    sub.add_argument("--machine", metavar="NAME|FILE",
+                     help="machine file or shipped name for the latencies (and cachegrind's "
+                          "caches), when the study names none")
+    sub.add_argument("--width", type=int, default=100, help="text width (default 100)")
+    sub.add_argument("-o", "--output", type=Path, metavar="FILE",
+                     help="write the text here instead of printing it")
+    sub.add_argument("--html", type=Path, metavar="FILE", help="also write it as HTML")
+    sub.add_argument("--np", type=int, nargs="+", metavar="N",
+                     help="command: process counts to run (default: the launcher's -np)")
+    sub.add_argument("--backend", default="auto",
+                     help="command: counter backend (default auto; see apmt profile)")
+    sub.add_argument("--repetitions", type=int, default=1, metavar="N",
+                     help="command: runs per process count (default 1)")
+    sub.add_argument("--name", help="command: the one-off study's name (default: the program's)")
+    sub.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
+                     help="command: results folder (default: results)")
+    sub.set_defaults(run=run_diagnose)
+
+
+def run_diagnose(args: argparse.Namespace) -> None:
+    """Diagnose one or two study folders, or measure a command first and diagnose it."""
+    from apmt.diagnose import diagnose
+    from apmt.diagnose.oneoff import measure
+    from apmt.diagnose.render import to_html, to_text
+
+    if args.width < 40:
+        raise ApmtError(f"--width {args.width}: at least 40 columns are needed")
+    if args.np is not None and min(args.np) < 1:
+        raise ApmtError(f"--np {args.np}: process counts must be at least 1")
+    words = list(args.words)
+    if words and Path(words[0]).is_dir():
+        if len(words) > 2:
+            raise ApmtError(f"apmt diagnose: at most two study folders, not {len(words)}")
+        folders, written = [Path(w) for w in words], False
+    elif words:
+        folders = [measure(words, args.results, name=args.name, p_values=args.np,
+                           backend=args.backend, machine=args.machine,
+                           repetitions=args.repetitions)]
+        written = True
+    else:
+        raise ApmtError("apmt diagnose: give a study folder (results/<study>) or, after --, "
+                        "a command to measure (apmt diagnose -- mpirun -np 4 ./app)")
+    sections = diagnose(folders[0], folders[1] if len(folders) > 1 else None,
+                        machine=args.machine)
+    text = to_text(sections, args.width)
+    outputs = [(args.output, text), (args.html, to_html(sections))]
+    if written:  # the one-off's folder keeps its diagnosis beside its tables
+        outputs += [(folders[0] / "diagnosis.txt", text),
+                    (folders[0] / "diagnosis.html", to_html(sections))]
+    for path, content in outputs:
+        if path is not None:
+            write_text_atomic(content, path)
+            log.info("wrote %s", path)
+    if args.output is None:
+        print(text, end="")
 
 
 if __name__ == "__main__":

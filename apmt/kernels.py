@@ -41,7 +41,7 @@ VERSION_SUFFIX = re.compile(r"@+[A-Za-z_][\w.]*$")
 def function_name(symbol: str) -> str:
     """One name per function whichever tool saw it: without a symbol version (``@GLIBC_2.2.5``)
     and without a C++ parameter list (cachegrind prints ``ns::f(int, int)``, perf ``ns::f``)."""
-    name = VERSION_SUFFIX.sub("", symbol.strip())
+    name = VERSION_SUFFIX.sub("", symbol.strip()) or symbol.strip()   # "@plt" stays itself
     name = re.sub(r"\)\s*(const|volatile|&|&&|\s)*$", ")", name)
     if not name.endswith(")"):
         return name

@@ -25,6 +25,7 @@ import hashlib
 import json
 import platform
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -290,22 +291,8 @@ def assemble(model: dict, values: dict[str, np.ndarray],
     prediction to its interval's ends add in quadrature.
     """
     parts = {part: _Sum(len(values["p"])) for part in PARTS}
-    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
-    for entry in model["series"]:
-        kernel = entry["kernel"]
-        kind = classes.get(kernel, "aggregated")
-        if kind == "application" or entry["metric"] != _kernel_metric(model, kernel):
-            continue
-        if kind == "communication":
-            parts["comm_time"].add(entry["fit"].predict(values))
-        elif kernel in (OTHERS, UNACCOUNTED):
-            parts["others_time"].add(entry["fit"].predict(values))
-        else:
-            for part, bounds in _kernel_time(model, kernel, values).items():
-                parts[part].add(bounds)
-    for operation in model["communication"]:
-        bounds = predict_operation(operation, values, _ratio(volume_ratios or {}, operation))
-        parts["comm_time"].add(tuple(b * model["bf_comm"] for b in bounds))
+    for _, part, _, bounds in contributions(model, values, volume_ratios):
+        parts[part].add(bounds)
     total = _Sum(len(values["p"]))
     for part in parts.values():
         total.add(part.bounds())
@@ -313,6 +300,32 @@ def assemble(model: dict, values: dict[str, np.ndarray],
     if model["app_kernel"] not in (None, APP_KERNEL):
         app = _fit_of(model, model["app_kernel"], TIME_METRIC).predict(values)
     return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
+
+
+def contributions(model: dict, values: dict[str, np.ndarray],
+                  volume_ratios: dict[str, float] | None = None
+                  ) -> Iterator[tuple[str, str, dict | None, tuple[np.ndarray, ...]]]:
+    """Every term of Eq. 2 at the points, as (source, part, operation, bounds): the source is
+    a kernel or an MPI operation's key joined by '/', the part one of PARTS, the operation
+    the communication model's entry (None for a kernel), the bounds (predicted, lower,
+    upper). assemble sums them per part; the diagnosis shows them one by one."""
+    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    for entry in model["series"]:
+        kernel = entry["kernel"]
+        kind = classes.get(kernel, "aggregated")
+        if kind == "application" or entry["metric"] != _kernel_metric(model, kernel):
+            continue
+        if kind == "communication":
+            yield kernel, "comm_time", None, entry["fit"].predict(values)
+        elif kernel in (OTHERS, UNACCOUNTED):
+            yield kernel, "others_time", None, entry["fit"].predict(values)
+        else:
+            for part, bounds in _kernel_time(model, kernel, values).items():
+                yield kernel, part, None, bounds
+    for operation in model["communication"]:
+        bounds = predict_operation(operation, values, _ratio(volume_ratios or {}, operation))
+        yield ("/".join(str(part) for part in operation["key"]), "comm_time", operation,
+               tuple(b * model["bf_comm"] for b in bounds))
 
 
 def _ratio(ratios: dict[str, float], operation: dict) -> float:

@@ -1,16 +1,19 @@
 """Overhead of apmt's measurement on LAMMPS: perf sampling plus the PMPI library, and cachegrind.
 
 Usage: python benchmarks/overhead.py [--reps 7] [--size 1] [--steps 100] [--warmup 1]
-                                     [--cachegrind-runs 1] [--split] [-o runs.csv]
+                                     [--cachegrind-runs 1] [--split] [--per-rank] [-o runs.csv]
 
 The shipped LAMMPS LJ study (config/studies/lammps-lj.yaml, data/lammps/in.lj) runs at P=1 and
 P=2 in interleaved order (plain, measured, plain, measured, ...), so a slow drift of a shared
 machine touches both alike. "measured" is one run exactly as ``apmt profile --backend
-perf-clock`` makes it: apmt's runner writes the per-rank wrapper script, which sets LD_PRELOAD
-to the PMPI library and runs ``perf record`` per rank. "plain" is the same launcher command
-(apmt's launch words) running the application directly: no wrapper, no preload, no perf.
-With --split, two more modes say which part costs what: "perf" (perf-clock, no PMPI) and
-"pmpi" (backend none: the wrapper and the PMPI library only).
+perf-clock`` makes it: apmt's runner writes the per-rank wrapper script (it records the rank's
+pid and sets LD_PRELOAD to the PMPI library) and, on one host, puts one ``perf record``
+around mpirun (apmt.collect.launch.measurement_scope; run.json shows the words). "plain" is
+the same launcher command (apmt's launch words) running the application directly: no
+wrapper, no preload, no perf. With --split, two more modes say which part costs what: "perf"
+(perf-clock, no PMPI) and "pmpi" (backend none: the wrapper and the PMPI library only).
+With --per-rank, "per-rank" is measured with one perf per rank (APMT_PERF_SCOPE=rank), as
+apmt does where ranks are not the launcher's children (srun, several hosts).
 
 Two clocks per run: the wall time of the launcher process (start-up, perf's exit and the
 trace files included) and LAMMPS' own "Loop time" (the time steps only). Overheads are given
@@ -43,6 +46,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from apmt.collect.launch import (
+    PID_FILE,
+    SCOPE_VARIABLE,
     Launcher,
     available_cpus,
     find_launcher,
@@ -70,12 +75,15 @@ WALL_HEAD, LOOP_HEAD = "wall s: median [min-max]", "loop s: median [min-max]"
 STEPS_WORDS = re.compile(r"-var\s+steps\s+\S+")
 LOOP_TIME = re.compile(r"^Loop time of (\S+) on (\d+) procs", re.MULTILINE)
 CPU_USE = re.compile(r"^\s*([\d.]+)% CPU use", re.MULTILINE)
-# files a measured run must leave per rank, or it did not measure what it claims
-BACKEND_FILES = {"perf-clock": "perf.clock.{rank}.data", "cachegrind": "cachegrind.{rank}.out"}
+# files a measured run must leave per rank, or it did not measure what it claims: perf's
+# per rank, or one perf file around the launcher and each rank's pid to split it by
+BACKEND_FILES = {"perf-clock": ("perf.clock.{rank}.data", "perf.clock.data", PID_FILE),
+                 "cachegrind": ("cachegrind.{rank}.out",)}
 PMPI_FILE = "pmpi.{rank}.tsv"
-# mode -> (apmt backend, PMPI tracing); "plain" runs without apmt
-MODES = {"measured": ("perf-clock", True), "perf": ("perf-clock", False),
-         "pmpi": ("none", True), "cachegrind": ("cachegrind", False)}
+# mode -> (apmt backend, PMPI tracing, APMT_PERF_SCOPE); "plain" runs without apmt
+MODES = {"measured": ("perf-clock", True, "auto"), "perf": ("perf-clock", False, "auto"),
+         "pmpi": ("none", True, "auto"), "cachegrind": ("cachegrind", False, "auto"),
+         "per-rank": ("perf-clock", True, "rank")}
 
 
 @dataclass
@@ -102,11 +110,14 @@ def lammps_study(p: int, size: float, steps: int) -> Study:
                    points=None, repetitions=1)
 
 
-def apmt_run(study: Study, backend: str, trace_mpi: bool, results: Path) -> RunRecord:
-    """One run as ``apmt profile --backend BACKEND`` makes it (runner, wrapper, backend)."""
+def apmt_run(study: Study, backend: str, trace_mpi: bool, results: Path,
+             scope: str = "auto") -> RunRecord:
+    """One run as ``apmt profile --backend BACKEND`` makes it (runner, wrapper, backend);
+    ``scope`` as APMT_PERF_SCOPE (auto: what apmt profile chooses)."""
     study = replace(with_backend(study, backend), trace_mpi=trace_mpi)
     backends = make_backends(study, load_study_machine(study))
-    (record,) = run_study(study, results, backends)
+    with environment({SCOPE_VARIABLE: scope}):
+        (record,) = run_study(study, results, backends)
     if not record.ok:
         raise ApmtError(f"{backend} run failed: {record.line()}")
     check_measured(record.run_dir, study.p[0], backend, trace_mpi)
@@ -115,12 +126,18 @@ def apmt_run(study: Study, backend: str, trace_mpi: bool, results: Path) -> RunR
 
 def check_measured(run_dir: Path, p: int, backend: str, trace_mpi: bool) -> None:
     """Every rank left its measurement files: a run that measured nothing costs nothing."""
-    patterns = [BACKEND_FILES[backend]] if backend in BACKEND_FILES else []
-    for pattern in patterns + ([PMPI_FILE] if trace_mpi else []):
+    per_rank, *whole = BACKEND_FILES.get(backend, (None,))
+    if whole and nonempty(run_dir / whole[0]):
+        per_rank = whole[1]
+    for pattern in [per_rank] * (per_rank is not None) + [PMPI_FILE] * trace_mpi:
         for rank in range(p):
             path = run_dir / pattern.format(rank=rank)
-            if not path.is_file() or path.stat().st_size == 0:
+            if not nonempty(path):
                 raise ApmtError(f"{run_dir}: {path.name} is missing or empty")
+
+
+def nonempty(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0
 
 
 def plain_run(study: Study, launcher: Launcher, run_dir: Path) -> float:
@@ -176,7 +193,8 @@ def sample(study: Study, mode: str, rep: int, launcher: Launcher, work: Path) ->
     if mode == "plain":
         wall, run_dir = plain_run(study, launcher, folder), folder
     else:
-        record = apmt_run(study, *MODES[mode], folder)
+        backend, traced, scope = MODES[mode]
+        record = apmt_run(study, backend, traced, folder, scope)
         wall, run_dir = float(record.wall_time_s or 0.0), record.run_dir
     loop, cpu = lammps_clocks(run_dir)
     found = Sample(p, rep, mode, wall, loop, cpu)
@@ -308,6 +326,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cachegrind-runs", type=int, default=1, help="per P; 0: none")
     parser.add_argument("--split", action="store_true",
                         help="also time perf alone and PMPI alone (twice the runs)")
+    parser.add_argument("--per-rank", action="store_true",
+                        help="also time measured with one perf per rank (APMT_PERF_SCOPE=rank)")
     parser.add_argument("-o", "--output", type=Path, help="CSV of every timed run")
     args = parser.parse_args(argv)
     if args.reps < 5:
@@ -323,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     os.environ.pop("LD_PRELOAD", None)   # plain means no preload; measured adds only apmt's
     studies = {p: lammps_study(p, args.size, args.steps) for p in PROCESS_COUNTS}
-    modes = ["plain", "measured", *(["perf", "pmpi"] if args.split else [])]
+    modes = ["plain", "measured", *(["perf", "pmpi"] if args.split else []),
+             *(["per-rank"] if args.per_rank else [])]
     first = studies[PROCESS_COUNTS[0]]
     launcher = find_launcher(first.launcher, first.launcher_args, first.srun_mpi)
     load = os.getloadavg()[0]
@@ -332,8 +353,8 @@ def main(argv: list[str] | None = None) -> int:
         samples += cachegrind_samples(studies, args.cachegrind_runs, launcher, Path(work))
     atoms = round(32000 * args.size ** 3)
     print(f"LAMMPS LJ, {atoms:,} atoms, {args.steps} steps, OMP_NUM_THREADS=1; {args.reps} "
-          f"interleaved runs per mode and P; measured = perf cpu-clock sampling per rank + "
-          f"PMPI library (apmt profile --backend perf-clock)")
+          f"interleaved runs per mode and P; measured = perf cpu-clock sampling + PMPI "
+          f"library, as apmt profile --backend perf-clock runs them (one perf around mpirun)")
     print("\n".join(overhead_lines(samples, list(studies), modes)))
     if args.cachegrind_runs:
         print(f"\ncachegrind (apmt's backend, {args.cachegrind_runs} run(s) per P; slowdown "

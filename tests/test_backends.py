@@ -28,6 +28,7 @@ from apmt.collect.backends.perf import (
     stat_problem,
 )
 from apmt.collect.backends.registry import make_backend
+from apmt.collect.launch import Launcher, measurement_prefixes, measurement_scope, single_host
 from apmt.errors import ApmtError
 from apmt.kernels import is_mpi
 from apmt.machine import load_machine
@@ -301,9 +302,12 @@ def test_perf_events_backends_one_per_pass():
     backends = make_backend("perf-events", None, None, cpuinfo=HASWELL_EP)
     assert [b.index for b in backends] == [0, 1, 2, 3, 4]
     prefix = backends[1].rank_prefix(Path("/runs/p4 r1"))
-    assert prefix.startswith("perf record --no-bpf-event -B --no-buildid-cache -q "
+    record = prefix[prefix.index("perf record"):]     # as root, after setpriv's words
+    assert record.startswith("perf record --no-bpf-event -B --no-buildid-cache -q "
                              "-e cpu_clk_unhalted.thread_p ")
     assert prefix.endswith("-o '/runs/p4 r1'/perf.1.${rank}.data --")
+    assert backends[1].launch_prefix(Path("/runs/p4 r1"))[-3:] == [
+        "-o", "/runs/p4 r1/perf.1.data", "--"]
     with_period = make_backend("perf-events", None, ["cycles"], cpuinfo=HASWELL_EP,
                                period=100003)[0]
     assert "-c 100003" in with_period.rank_prefix(Path("/r"))
@@ -581,6 +585,106 @@ def test_perf_events_real_run_with_software_events(tmp_path, two_kernels):
     wide = wide.fillna(0)
     assert (wide["cycles"] + wide["instructions"] == wide["stall_cycles"]).all()
     assert set(table["rank"]) == {0, 1} and ("work_a", 1) in wide.index
+
+
+# ---------------------------------------------------------------- one perf around the launcher
+
+# perf report -F sample,period,pid,dso,sym and perf report --tasks of a launch: mpirun (100),
+# rank 0 (101, with thread 103 and a child process 105), rank 1 (102)
+TASK_REPORT = """# Samples: 16  of event 'cpu-clock'
+# Event count (approx.): 16000
+#
+ 5 ; 5000 ;   101:app ;app ;[.] work_a
+ 2 ; 2000 ;   103:app ;libmpi.so.40.30.4 ;[.] 0x0000000000001234
+ 3 ; 3000 ;   102:app ;app ;[.] work_a
+ 1 ; 1000 ;   102:app ;[unknown] ;[k] 0xffffffff821ef666
+ 4 ; 4000 ;   105:helper ;helper ;[.] main
+ 1 ; 1000 ;   100:mpirun ;libc.so.6 ;[.] poll
+"""
+TASKS = """#      pid      tid     ppid  comm
+         0        0       -1 |swapper
+       100      100       -1 |mpirun
+       101      101      100 | app
+       101      103      101 |  app
+       105      105      101 |  helper
+       102      102      100 | app
+"""
+
+
+def launch_run(folder: Path, pids: dict[int, int], report: str = TASK_REPORT) -> Path:
+    """A run folder as one perf around the launcher leaves it once reported."""
+    (folder / "perf.clock.report.txt").write_text(report)
+    (folder / "perf.clock.tasks.txt").write_text(TASKS)
+    for rank, pid in pids.items():
+        (folder / f"rank.{rank}.pid").write_text(f"{pid}\n")
+    return folder
+
+
+def test_one_perf_split_per_rank_by_process(tmp_path):
+    """Threads and child processes count for their rank, the launcher for none."""
+    table = PerfClock().parse(launch_run(tmp_path, {0: 101, 1: 102}))
+    got = {(row.kernel, row.rank): round(row.value * 1e9) for row in table.itertuples()}
+    assert got == {("work_a", 0): 5000, ("<libmpi>", 0): 2000, ("main", 0): 4000,
+                   ("work_a", 1): 3000, ("<kernel>", 1): 1000}
+
+
+def test_one_perf_split_refuses_what_it_cannot_attribute(tmp_path):
+    unfollowed = tmp_path / "unfollowed"
+    unfollowed.mkdir()
+    with pytest.raises(ApmtError) as error:      # rank 2 left no sample: not followed
+        PerfClock().parse(launch_run(unfollowed, {0: 101, 1: 102, 2: 999}))
+    assert "no samples of rank 2 (pid 999)" in one_line(error)
+    with pytest.raises(ApmtError) as error:      # a cut report: rows below perf's total
+        PerfClock().parse(launch_run(tmp_path, {0: 101}, TASK_REPORT.rsplit(" 1 ;", 1)[0]))
+    assert "rows sum to 15000 but perf counted 16000" in one_line(error)
+    (tmp_path / "rank.0.pid").write_text("x")
+    with pytest.raises(ApmtError) as error:
+        PerfClock().parse(tmp_path)
+    assert "rank.0.pid: expected a process id" in one_line(error)
+
+
+def test_one_perf_around_mpirun_on_one_host_else_per_rank(tmp_path):
+    mpirun = Launcher("mpirun", "openmpi", "mpirun (Open MPI) 4.1.4")
+    backend = PerfClock()
+    assert single_host(mpirun, {}) and single_host(mpirun, {"SLURM_JOB_NUM_NODES": "1"})
+    around, prefix = measurement_prefixes(backend, tmp_path, mpirun)
+    assert around[-3:] == ["-o", str(tmp_path / "perf.clock.data"), "--"] and prefix == ""
+    for launcher, env in [
+        (Launcher("srun", "slurm", "slurm 22.05"), {}),
+        (Launcher("mpirun", "openmpi", "4.1", ("--hostfile", "hosts")), {}),
+        (Launcher("mpiexec", "mpich", "HYDRA", ("-hosts=a,b",)), {}),
+        (mpirun, {"SLURM_NNODES": "4"}),
+        (mpirun, {"LSB_HOSTS": "n1 n2"}),
+        (mpirun, {"APMT_PERF_SCOPE": "rank"}),
+    ]:
+        assert measurement_scope(backend, launcher, env) == "rank", (launcher, env)
+    assert measurement_scope(object(), mpirun, {}) == "rank"     # no launch_prefix
+    assert measurement_scope(backend, mpirun, {"APMT_PERF_SCOPE": "launch",
+                                               "SLURM_NNODES": "4"}) == "launch"
+    with pytest.raises(ApmtError) as error:
+        measurement_scope(backend, mpirun, {"APMT_PERF_SCOPE": "all"})
+    assert "APMT_PERF_SCOPE='all'" in one_line(error)
+
+
+@pytest.mark.slow
+def test_perf_clock_one_perf_around_mpirun(tmp_path, two_kernels):
+    """The launch scope for real: one perf around mpirun, 2 ranks, split per rank."""
+    need("perf")
+    backend = make_backend("perf-clock", None, None, frequency=4000)[0]
+    backend.check()
+    wrapper = (f'rank=${{OMPI_COMM_WORLD_RANK:-0}}; echo $$ > {tmp_path}/rank.$rank.pid; '
+               f'exec "$@"')
+    done = subprocess.run([*backend.launch_prefix(tmp_path), "mpirun", "--allow-run-as-root",
+                           "--oversubscribe", "-np", "2", "sh", "-c", wrapper, "sh",
+                           str(two_kernels), "20000000"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    time = backend.parse(tmp_path).pivot_table(index="kernel", columns="rank", values="value")
+    assert set(time.columns) == {0, 1}
+    for rank in (0, 1):                                   # 3:1 within sampling noise
+        assert time.loc["work_a", rank] / time.loc["work_b", rank] == pytest.approx(3, rel=0.3)
+    assert time.loc["work_a", 1] > time.loc["work_a", 0]
+    assert not (tmp_path / "perf.clock.0.data").exists()
 
 
 def test_perf_reports_modifiers_and_names_as_parsed(tmp_path, two_kernels):

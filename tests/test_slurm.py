@@ -9,6 +9,7 @@ if it is not running, which needs root) or when scripts/slurm-local.sh already r
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,18 +21,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SCRIPT = REPOSITORY / "scripts" / "slurm-local.sh"
 STATE = REPOSITORY / os.environ.get("APMT_SLURM_STATE", ".slurm-local")  # as the script has it
 # what `snakemake --profile slurm` needs of the repository, copied so that results/ stays alone
-WORKFLOW_FILES = ("Snakefile", "workflow", "config", "data", "profiles", "slurm")
+WORKFLOW_FILES = ("Snakefile", "workflow", "config", "data", "profiles", "slurm",
+                  "tests/slurm-site")
 STAGES = {"import_profiles", "fit_model", "evaluate_model", "predict"}
 # the RELeARN study: its stages take seconds (the default target also profiles LAMMPS, minutes)
 TARGETS = ("results/relearn/evaluation.csv", "results/relearn/predictions.csv")
 # every Snakemake run is guarded: the plugin ignores SIGTERM, hence the SIGKILL 30 s later.
 # --foreground keeps Snakemake in this process group, which .ci/run's own timeout ends.
 RUN_LIMIT_S = 600
+PROFILED_P = (1, 2, 3, 4)
+# the Slurm profile plus a site profile, as a user combines them (tests/slurm-site: the local
+# node has fewer CPUs than the largest P, so the profiling jobs overcommit)
+SITE_PROFILE = ("--profile", "slurm", "--profile", "tests/slurm-site")
 
 
 def local_slurm_runs() -> bool:
@@ -212,13 +219,61 @@ def test_slurm_gives_the_results_of_a_local_run(slurm_run, tmp_path: Path) -> No
         assert structure(local / folder)
 
 
-def test_a_cancelled_job_is_reported_and_only_it_reruns(cluster: dict[str, str],
-                                                         tmp_path: Path) -> None:
-    workdir = copy_workflow(tmp_path / "apmt")
-    process, log = start(workdir, cluster, "--profile", "slurm", *TARGETS)
+@pytest.fixture(scope="module")
+def ring(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/mpi_programs/ring.c, the small MPI application of the workflow's own tests."""
+    if not shutil.which("mpicc"):
+        pytest.skip("needs mpicc")
+    folder = tmp_path_factory.mktemp("ring")
+    subprocess.run(["mpicc", "-O1", "-g", "-o", str(folder / "ring"),
+                    str(REPOSITORY / "tests" / "mpi_programs" / "ring.c")], check=True)
+    return folder / "ring"
+
+
+def profiled_workflow(folder: Path, ring: Path, steps: int) -> Path:
+    """The workflow with one profiled study of ring at P = 1..4 and no refinement."""
+    workdir = copy_workflow(folder)
+    # srun starts the ranks: the executor plugin runs an MPI job's command without the
+    # allocation's SLURM_* variables (all but the job id), which mpirun needs and srun does not
+    study = {"name": "ring", "command": f"{ring} 20000 {steps} 1000", "p": list(PROFILED_P),
+             "repetitions": 1, "backend": "perf-clock", "timeout_s": 300, "launcher": "srun",
+             "srun_mpi": "pmix"}
+    (workdir / "config/studies/ring.yaml").write_text(yaml.safe_dump(study))
+    (workdir / "config/config.yaml").write_text(yaml.safe_dump({
+        "studies": {"ring": {"profile": "config/studies/ring.yaml", "holdout": None}},
+        "refine": {"max_rounds": 0}}))
+    return workdir
+
+
+def test_profiling_jobs_get_p_tasks_from_slurm(cluster: dict[str, str], ring: Path,
+                                               tmp_path: Path) -> None:
+    """Each P is its own Slurm job of P tasks (sbatch --ntasks), and its runs say so."""
+    workdir = profiled_workflow(tmp_path / "apmt", ring, 500)
+    done = snakemake(workdir, cluster, *SITE_PROFILE, "results/ring/model.json")
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    jobs = slurm_job_ids(output)
+    assert rules_run(output) == {"profile_p", "extract_round", "study_tables", "fit_model"}
+    assert len(jobs) == len(PROFILED_P) + 3, output
+    for p in PROFILED_P:
+        runs = json.loads((workdir / f"results/ring/runs/p{p}.json").read_text())
+        assert [run["status"] for run in runs] == ["ok"], runs
+        assert runs[0]["slurm_job_id"] in jobs.values()
+        tasks = subprocess.run(["squeue", "--noheader", "--states=all", "--jobs",
+                                runs[0]["slurm_job_id"], "--Format=NumTasks"], env=cluster,
+                               capture_output=True, text=True).stdout.strip()
+        assert tasks == str(p), (p, tasks)
+    measured = (workdir / "results/ring/measurements.csv").read_text()
+    assert "relax" in measured
+
+
+def test_a_cancelled_profiling_job_is_reported_and_only_it_reruns(
+        cluster: dict[str, str], ring: Path, tmp_path: Path) -> None:
+    workdir = profiled_workflow(tmp_path / "apmt", ring, 1000)
+    target = "results/ring/model.json"
+    process, log = start(workdir, cluster, *SITE_PROFILE, target)
     try:
         name = run_id(log)
-        # fit_model runs for several seconds (Snakemake's start-up in the job, then the fit)
         cancelled = None
         deadline = time.monotonic() + 300
         while cancelled is None and time.monotonic() < deadline and process.poll() is None:
@@ -227,27 +282,28 @@ def test_a_cancelled_job_is_reported_and_only_it_reruns(cluster: dict[str, str],
                 env=cluster, capture_output=True, text=True).stdout.split()
             for job in jobs:
                 slurm_id, comment = job.split("|", 1)
-                if comment.startswith("rule_fit_model"):
+                if comment.startswith("rule_profile_p") and comment.endswith("_3"):
                     subprocess.run(["scancel", slurm_id], env=cluster, check=True)
                     cancelled = slurm_id
             time.sleep(0.1)
-        assert cancelled, f"fit_model was never seen running:\n{log.read_text()}"
+        assert cancelled, f"profile_p at P=3 was never seen running:\n{log.read_text()}"
         process.wait(timeout=RUN_LIMIT_S + 60)
     finally:
         kill(process, log, cluster)
     output = log.read_text()
     assert process.returncode != 0, output
     assert f"SLURM-job '{cancelled}' failed, SLURM status is: 'CANCELLED'" in output, output
-    assert "Error in rule fit_model:" in output
-    # keep-going (profiles/default): the evaluation, which does not need the model, finished
-    assert (workdir / "results/relearn/evaluation.csv").is_file()
-    assert not (workdir / "results/relearn/model.json").exists()
+    assert "Error in rule profile_p:" in output
+    finished = {path.stem for path in (workdir / "results/ring/runs").glob("p*.json")}
+    assert "p3" not in finished and finished, finished     # keep-going: the others finished
 
-    rerun = snakemake(workdir, cluster, "--profile", "slurm", *TARGETS)
+    rerun = snakemake(workdir, cluster, *SITE_PROFILE, target)
     rerun_output = rerun.stdout + rerun.stderr
     assert rerun.returncode == 0, rerun_output
-    assert rules_run(rerun_output) == {"fit_model", "predict"}, rerun_output
-    assert len(slurm_job_ids(rerun_output)) == 2
+    assert rules_run(rerun_output) == {"profile_p", "extract_round", "study_tables",
+                                       "fit_model"}, rerun_output
+    redone = re.findall(r"wildcards: study=ring, p=(\d+)", rerun_output)
+    assert redone == ["3"], rerun_output
 
 
 def test_a_job_over_its_time_limit_says_so(over_time_limit: dict) -> None:

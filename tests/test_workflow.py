@@ -36,7 +36,7 @@ def dry_run(*args: str) -> subprocess.CompletedProcess:
 
 def planned(output: str, rule: str) -> list[str]:
     """The outputs of each planned job of one rule, as the dry run prints them."""
-    jobs = re.findall(rf"rule {rule}:\n(.*?)\n\n", output + "\n\n", flags=re.S)
+    jobs = re.findall(rf"(?:rule|checkpoint) {rule}:\n(.*?)\n\n", output + "\n\n", flags=re.S)
     outputs = [m for job in jobs for m in re.findall(r"output: (.*)", job)]
     return [path for line in outputs for path in line.split(", ")]
 
@@ -54,12 +54,18 @@ def test_dry_run_plans_every_stage_of_the_default_studies() -> None:
         outputs = planned(done.stdout, rule)
         for study in ("relearn", "lammps-lj"):
             assert any(path.startswith(f"results/{study}/") for path in outputs), outputs
-    assert planned(done.stdout, "profile_study") == [
-        "results/lammps-lj/measurements.csv", "results/lammps-lj/comm.csv",
-        "results/lammps-lj/measurements.csv.provenance.json"]
+    # one job per P, each an MPI job of P tasks; then round 0's tables and its validation
+    assert sorted(planned(done.stdout, "profile_p")) == [
+        f"results/lammps-lj/runs/p{p}.json" for p in (1, 2, 3, 4)]
+    assert re.search(r"rule profile_p:\n(?:.*\n)*?.*resources: .*tasks=4, mpi=mpirun",
+                     done.stdout), done.stdout
+    assert planned(done.stdout, "extract_round")[0] == \
+        "results/lammps-lj/rounds/r0/measurements.csv"
+    assert "results/lammps-lj/rounds/r0/decision.json" in planned(done.stdout, "refine_round")
     assert planned(done.stdout, "import_profiles")[0] == "results/relearn/measurements.csv"
-    assert "apmt profile config/studies/lammps-lj.yaml --results results" in done.stdout
-    assert "--comm results/lammps-lj/comm.csv" in done.stdout
+    assert ("apmt profile config/studies/lammps-lj.yaml --p 4 --no-extract --summary "
+            "results/lammps-lj/runs/p4.json --results results") in done.stdout
+    assert "--comm results/lammps-lj/rounds/r0/comm.csv" in done.stdout
     assert "--at p=1024,n=5000 --at p=2048,n=9000" in done.stdout
     assert "--app-kernel 'main()'" in done.stdout
 

@@ -49,12 +49,14 @@ def output_dir(results_dir: str | Path, study: Study) -> Path:
 
 
 def extract(results_dir: str | Path, study: Study, backends: list[Backend] | None = None,
-            machine: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+            machine: dict | None = None,
+            out_dir: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Read every finished run of the study; write and return (measurements, communication).
 
     ``backends`` are those the runs were made with (default: the study's, from the
-    registry). The communication table is empty (and comm.csv not written) when no run was
-    traced. Raises ApmtError when no run has finished.
+    registry). The tables go to ``out_dir`` (default ``<results>/<study>/``). The
+    communication table is empty (and comm.csv not written) when no run was traced.
+    Raises ApmtError when no run has finished.
     """
     results_dir = Path(results_dir)
     if backends is None:
@@ -70,7 +72,7 @@ def extract(results_dir: str | Path, study: Study, backends: list[Backend] | Non
     if not communication.empty:
         communication = check_table(communication, source, "communication",
                                     study.param_names)
-    out = output_dir(results_dir, study)
+    out = Path(out_dir) if out_dir is not None else output_dir(results_dir, study)
     write_table(measurements, out / MEASUREMENTS)
     if not communication.empty:
         write_table(communication, out / COMMUNICATION)
@@ -170,6 +172,14 @@ def _communication(runs: list[tuple[Run, list[Path]]], study: Study) -> pd.DataF
                  + [c for c in table.columns if c not in first]]
 
 
+def around_launcher(info: dict) -> list[str]:
+    """The words of a measuring tool that ran once around the whole launcher (apmt's choice
+    on a single host, see apmt.collect.launch); empty when each rank had its own."""
+    words = info.get("command", {}).get("launcher") or []
+    program = str(info.get("versions", {}).get("launcher", "")).split(":", 1)[0]
+    return list(words[:words.index(program)]) if program in words else []
+
+
 def provenance(study: Study, runs: list[tuple[Run, list[Path]]], backends: list[Backend],
                machine: dict | None) -> dict:
     """Where the tables came from: the study, tools, hosts, versions and the runs."""
@@ -200,7 +210,8 @@ def provenance(study: Study, runs: list[tuple[Run, list[Path]]], backends: list[
                                 if info.get("oversubscribed")],
         "runs": [{"run": dirs[0].name, "host": info.get("host"), "cpu_mhz": info.get("cpu_mhz"),
                   "wall_time_s": info.get("wall_time_s"), "finished": info.get("finished"),
-                  "oversubscribed": info.get("oversubscribed")} for dirs, info in infos],
+                  "oversubscribed": info.get("oversubscribed"),
+                  "around_launcher": around_launcher(info)} for dirs, info in infos],
         "missing_runs": [run.name for run in study.runs()
                          if run.name not in {dirs[0].name for _, dirs in runs}],
     }

@@ -4,8 +4,19 @@ Launchers differ in what they need: Open MPI's ``mpirun`` refuses to run as root
 ``--allow-run-as-root`` and more ranks than cores without ``--oversubscribe``; MPICH's Hydra
 (``mpiexec``, or an ``mpirun`` that is MPICH's) takes ``-n`` and oversubscribes silently;
 Slurm's ``srun`` needs ``--overcommit`` for more tasks than the allocation's CPUs and often a
-``--mpi`` plugin. Each rank then runs a small shell script that finds its rank and ``exec``s
-the backend's prefix and the application, so each rank writes its own files.
+``--mpi`` plugin. Each rank then runs a small shell script that finds its rank, writes its
+process id to ``rank.<rank>.pid`` and ``exec``s the backend's prefix and the application, so
+each rank writes its own files.
+
+Where the measuring tool goes (``measurement_prefixes``): a backend that can follow a whole
+process tree (perf: ``launch_prefix``) is put once before the launcher when every rank is a
+descendant of the launcher on this host (``mpirun``/``mpiexec`` without a host list, outside
+a multi-node allocation); its samples are split per rank by process afterwards. One perf
+then starts once instead of once per rank, and at P ranks on P cores no P perf processes
+compete with the ranks. Otherwise (``srun``, whose tasks slurmstepd starts; host lists;
+multi-node allocations; backends without it, such as cachegrind) the prefix goes before
+each rank. ``APMT_PERF_SCOPE=rank`` forces the second way, ``launch`` the first. The run's
+``run.json`` shows which (``command.launcher`` and ``command.rank``).
 """
 
 from __future__ import annotations
@@ -22,6 +33,16 @@ from apmt.errors import ApmtError
 
 WRAPPER = "run.sh"
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "PMIX_RANK")
+PID_FILE = "rank.{rank}.pid"
+SCOPE_VARIABLE = "APMT_PERF_SCOPE"
+SCOPES = ("auto", "launch", "rank")
+# launcher options that place ranks on other hosts (Open MPI, MPICH Hydra, Intel MPI)
+HOST_OPTIONS = ("-H", "--host", "-host", "--hostfile", "-hostfile", "--machinefile",
+                "-machinefile", "-f", "-hosts", "--hosts", "--default-hostfile")
+# variables of a batch allocation or launcher that list several hosts
+MULTI_NODE_COUNTS = ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")
+HOST_LIST_VARIABLES = ("OMPI_MCA_orte_default_hostfile", "OMPI_MCA_rmaps_base_hostfile",
+                       "HYDRA_HOST_FILE")
 
 
 @dataclass(frozen=True)
@@ -94,6 +115,16 @@ def available_cpus(launcher: Launcher) -> int:
     return len(os.sched_getaffinity(0))
 
 
+def _job_cpus(job: str) -> int | None:
+    """The CPUs Slurm gave a job (squeue %C), e.g. 1 for an --overcommit job of 4 tasks."""
+    try:
+        done = subprocess.run(["squeue", "-h", "-j", job, "-o", "%C"], capture_output=True,
+                              text=True, timeout=20, stdin=subprocess.DEVNULL)
+        return int(done.stdout.split()[0])
+    except (OSError, subprocess.TimeoutExpired, IndexError, ValueError):
+        return None
+
+
 def slurm_cpus() -> int | None:
     """CPUs of the current allocation (SLURM_JOB_CPUS_PER_NODE, e.g. ``2(x3),1``), or of
     all nodes Slurm knows (``sinfo``) when srun will allocate by itself."""
@@ -106,6 +137,9 @@ def slurm_cpus() -> int | None:
                 return None
             total += int(match.group(1)) * int(match.group(2) or 1)
         return total
+    job = os.environ.get("SLURM_JOB_ID")
+    if job:     # inside a job whose SLURM_* variables were dropped (Snakemake's MPI jobs)
+        return _job_cpus(job)
     try:
         done = subprocess.run(["sinfo", "-h", "-o", "%C"], capture_output=True, text=True,
                               timeout=20, stdin=subprocess.DEVNULL)
@@ -119,10 +153,83 @@ def running_as_root() -> bool:
     return os.geteuid() == 0
 
 
+# ------------------------------------------------------------------- where the tool goes
+
+def single_host(launcher: Launcher, environ: dict[str, str] | None = None) -> bool:
+    """Whether every rank is a descendant of the launcher process on this host: mpirun or
+    mpiexec (Open MPI, MPICH) with no host list in its arguments or environment, and not
+    in an allocation of several nodes. srun never: slurmstepd starts its tasks."""
+    environ = dict(os.environ if environ is None else environ)
+    if launcher.flavour not in ("openmpi", "mpich"):
+        return False
+    for word in launcher.args:
+        if word.split("=", 1)[0] in HOST_OPTIONS:
+            return False
+    if any(environ.get(name) for name in HOST_LIST_VARIABLES):
+        return False
+    for name in MULTI_NODE_COUNTS:
+        if environ.get(name, "1").strip() not in ("", "1"):
+            return False
+    return _hosts_in_file(environ.get("PBS_NODEFILE")) <= 1 \
+        and len(set(environ.get("LSB_HOSTS", "").split())) <= 1
+
+
+def _hosts_in_file(path: str | None) -> int:
+    if not path:
+        return 0
+    try:
+        return len({line.strip() for line in Path(path).read_text().splitlines()
+                    if line.strip()})
+    except OSError:
+        return 2            # an allocation we cannot read: assume several hosts
+
+
+def measurement_scope(backend: object, launcher: Launcher,
+                      environ: dict[str, str] | None = None) -> str:
+    """``launch`` (one tool before the launcher) or ``rank`` (one per rank): see the
+    module doc. ApmtError for an unknown APMT_PERF_SCOPE."""
+    environ = dict(os.environ if environ is None else environ)
+    wanted = environ.get(SCOPE_VARIABLE, "auto").strip() or "auto"
+    if wanted not in SCOPES:
+        raise ApmtError(f"{SCOPE_VARIABLE}={wanted!r}: expected one of {', '.join(SCOPES)}")
+    if not hasattr(backend, "launch_prefix") or wanted == "rank":
+        return "rank"
+    return "launch" if wanted == "launch" or single_host(launcher, environ) else "rank"
+
+
+def measurement_prefixes(backend: object | None, run_dir: Path,
+                         launcher: Launcher) -> tuple[list[str], str]:
+    """(words before the launcher, shell words before each rank's command) for a backend
+    pass (None: no backend)."""
+    if backend is None:
+        return [], ""
+    if measurement_scope(backend, launcher) == "launch":
+        return list(backend.launch_prefix(Path(run_dir))), ""   # type: ignore[attr-defined]
+    return [], backend.rank_prefix(Path(run_dir))                # type: ignore[attr-defined]
+
+
+def rank_pids(run_dir: Path) -> dict[int, int]:
+    """Process id of each rank, from the ``rank.<rank>.pid`` files its wrapper wrote."""
+    pids = {}
+    for path in Path(run_dir).glob(PID_FILE.format(rank="*")):
+        rank = path.name.split(".")[1]
+        text = path.read_text().strip()
+        if not rank.isdigit() or not text.isdigit():
+            raise ApmtError(f"{path}: expected a process id, found {text[:40]!r}")
+        pids[int(rank)] = int(text)
+    if not pids:
+        raise ApmtError(f"{run_dir}: no {PID_FILE.format(rank='<rank>')} files: the ranks' "
+                        f"wrapper did not record their process ids")
+    return dict(sorted(pids.items()))
+
+
 # -------------------------------------------------------------------------------- wrapper
 
-def wrapper_text(prefix: str, app_command: str, env: dict[str, str]) -> str:
-    """The script each rank runs: its rank in ``$rank``, the variables, then the command.
+def wrapper_text(prefix: str, app_command: str, env: dict[str, str],
+                 pid_dir: Path | None = None) -> str:
+    """The script each rank runs: its rank in ``$rank``, its process id into
+    ``<pid_dir>/rank.<rank>.pid`` (the application keeps it: the script execs it), the
+    variables, then the command.
 
     Variables are set here, on the node that runs the rank, because launchers do not
     forward the whole environment to other nodes (Open MPI forwards only ``-x`` names).
@@ -132,6 +239,9 @@ def wrapper_text(prefix: str, app_command: str, env: dict[str, str]) -> str:
         rank = f"${{{variable}:-{rank}}}"
     lines = ["#!/bin/sh", "# written by apmt: one rank of this run", f'rank="{rank}"',
              'export APMT_RANK="$rank"']
+    if pid_dir is not None:
+        pid_file = PID_FILE.format(rank="${rank}")
+        lines.append(f'echo "$$" > {shlex.quote(str(pid_dir))}/{pid_file}')
     lines += [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
     lines.append(" ".join(word for word in ("exec", prefix.strip(), app_command) if word))
     return "\n".join(lines) + "\n"
@@ -141,7 +251,7 @@ def write_wrapper(run_dir: Path, prefix: str, app_command: str,
                   env: dict[str, str]) -> Path:
     """Write the rank script into the run folder (it is part of what ran)."""
     path = run_dir / WRAPPER
-    path.write_text(wrapper_text(prefix, app_command, env))
+    path.write_text(wrapper_text(prefix, app_command, env, run_dir.resolve()))
     path.chmod(0o755)
     return path
 

@@ -42,6 +42,7 @@ from apmt.collect.launch import (
     find_launcher,
     first_line,
     launch_command,
+    measurement_prefixes,
     rank_command,
     running_as_root,
     version_text,
@@ -65,7 +66,9 @@ STDOUT, STDERR = "stdout.log", "stderr.log"
 KILL_GRACE_S = 5.0
 # lines that measuring tools, not the application, print on stderr: they do not count as
 # the application's output when deciding whether it printed anything
-TOOL_LINES = re.compile(r"^(\[ perf record: .*|==\d+==.*|--\d+--.*)$")
+TOOL_LINES = re.compile(r"^(\[ perf record: .*|==\d+==.*|--\d+--.*|Couldn't record kernel "
+                        r"reference relocation symbol|Symbol resolution may be skewed .*|"
+                        r"Check /proc/kallsyms permission .*)$")
 
 
 @dataclass
@@ -103,6 +106,15 @@ class RunRecord:
         wall = f"{self.wall_time_s:.3g} s" if self.wall_time_s is not None else "?"
         state = "ok" if self.status == "ok" else "finished before, skipped"
         return f"{self.run}: {state} ({wall}{over})"
+
+    def summary(self) -> dict:
+        """The record as JSON-able data (the workflow keeps one file of them per P)."""
+        return {"run": self.run, "run_dir": str(self.run_dir), "p": self.p,
+                "params": self.params, "rep": self.rep, "pass": self.pass_index + 1,
+                "backend": self.backend, "status": self.status, "error": self.error,
+                "wall_time_s": self.wall_time_s, "exit_status": self.exit_status,
+                "timed_out": self.timed_out, "oversubscribed": self.oversubscribed,
+                "host": self.info.get("host"), "slurm_job_id": self.info.get("slurm_job_id")}
 
 
 # ---------------------------------------------------------------------------- preparation
@@ -265,6 +277,7 @@ class Planned:
     oversubscribed: bool
     cpus: int
     timing: bool          # the timing pass: traced, and its wall time is the application's
+    rank_prefix: str = ""  # the backend's words before each rank's command (the wrapper's)
 
 
 def plan(study: Study, results_dir: Path, backends: list[Backend],
@@ -278,11 +291,12 @@ def plan(study: Study, results_dir: Path, backends: list[Backend],
             if not needs_pass(run, backend):
                 continue
             run_dir = (raw_dir(results_dir, study) / pass_name(run, index)).absolute()
-            prefix = backend.rank_prefix(run_dir) if backend is not None else ""
+            around, prefix = measurement_prefixes(backend, run_dir, launcher)
             line = " ".join(w for w in (prefix.strip(), app_command(study, run, run_dir)) if w)
-            command = launch_command(launcher, run.p, rank_command(run_dir), cpus, root)
+            command = [*around,
+                       *launch_command(launcher, run.p, rank_command(run_dir), cpus, root)]
             out.append(Planned(run, index, backend, run_dir, command, line, run.p > cpus,
-                               cpus, index == timing))
+                               cpus, index == timing, prefix))
     return out
 
 
@@ -327,8 +341,7 @@ def _run_one(study: Study, planned: Planned, versions: dict) -> RunRecord:
     for source in study.setup:
         shutil.copy2(source, run_dir / source.name)
     env = _rank_env(study, planned)
-    write_wrapper(run_dir, planned.backend.rank_prefix(run_dir) if planned.backend else "",
-                  app_command(study, planned.run, run_dir), env)
+    write_wrapper(run_dir, planned.rank_prefix, app_command(study, planned.run, run_dir), env)
     info = _run_info(study, planned, versions)
     _write_json(info, run_dir / RUN_JSON)
     outcome = execute(planned.command, run_dir, study.timeout_s)
@@ -357,14 +370,15 @@ def _record(planned: Planned, status: str, error: str | None, info: dict) -> Run
         oversubscribed=bool(info.get("oversubscribed", planned.oversubscribed)), info=info)
 
 
-def move_aside(run_dir: Path) -> Path:
-    """Keep an unfinished run's folder under a new name; never delete raw results."""
+def move_aside(run_dir: Path, label: str = "failed") -> Path:
+    """Keep a folder under a new name, ``<name>.<label>-<time>``: raw results are never
+    deleted (an unfinished run's folder, an earlier one-off diagnosis)."""
     stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
-    target = run_dir.with_name(f"{run_dir.name}.failed-{stamp}")
+    target = run_dir.with_name(f"{run_dir.name}.{label}-{stamp}")
     counter = 1
     while target.exists():
         counter += 1
-        target = run_dir.with_name(f"{run_dir.name}.failed-{stamp}-{counter}")
+        target = run_dir.with_name(f"{run_dir.name}.{label}-{stamp}-{counter}")
     run_dir.rename(target)
     return target
 
@@ -477,7 +491,7 @@ def _run_info(study: Study, planned: Planned, versions: dict) -> dict:
                     "template": study.command},
         "env": study.env, "host": platform.node(), "cpu_mhz": cpu_mhz(),
         "cpus": planned.cpus, "oversubscribed": planned.oversubscribed,
-        "timeout_s": study.timeout_s,
+        "timeout_s": study.timeout_s, "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "versions": {**versions["common"], "application": application_version(
             program_of(study, planned.run, run_dir))},
         "backend": {"name": _backend_name(backend),

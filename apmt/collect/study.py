@@ -457,6 +457,24 @@ def with_backend(study: Study, backend: str) -> Study:
     return replace(study, backend=backend)
 
 
+def with_p(study: Study, p_values: list[int]) -> Study:
+    """The study at these P only (``apmt profile --p``): the workflow runs one P per job, so
+    that each job asks its executor for P tasks, and refinement adds P the file does not list.
+    Points that fix their own P are kept when their P is asked for; they cannot be made up."""
+    if any(p < 1 for p in p_values):
+        raise ApmtError(f"--p: process counts must be positive, not {min(p_values)}")
+    fixed = [point for point in study.points or () if "p" in point]
+    free = study.points is None or len(fixed) < len(study.points)
+    fixed_p = {int(point["p"]) for point in fixed}
+    unknown = sorted(set(p_values) - fixed_p) if not free else []
+    if unknown:
+        raise ApmtError(f"{study.source}: field 'points' has no point at P={unknown[0]}; "
+                        f"its points are at P {sorted(fixed_p)}")
+    points = None if study.points is None else tuple(
+        point for point in study.points if "p" not in point or int(point["p"]) in p_values)
+    return replace(study, p=tuple(sorted(set(p_values))) if free else (), points=points)
+
+
 def program_of(study: Study, run: Run, run_dir: Path) -> str:
     """The application's program: the first word of its command line."""
     return shlex.split(app_command(study, run, run_dir))[0]

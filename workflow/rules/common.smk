@@ -1,9 +1,12 @@
 # Shared by every stage: config validation, wildcard constraints, the apmt command on PATH,
 # and every helper and input function (the stage files hold only the steps).
 
+import copy
+import json
 import re
 import shlex
 import sys
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -12,6 +15,9 @@ from snakemake.utils import validate
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 
+# the keys each study's `refine` gives itself, before validation fills in the defaults
+GIVEN_REFINE = {name: dict((study or {}).get("refine") or {})
+                for name, study in copy.deepcopy(config.get("studies") or {}).items()}
 validate(config, schema="../schemas/config.schema.yaml")
 
 STUDIES = list(config["studies"])
@@ -41,6 +47,8 @@ check_profiled_names()
 
 wildcard_constraints:
     study="|".join(re.escape(name) for name in STUDIES),
+    p=r"[1-9][0-9]*",
+    round=r"[0-9]+",
 
 
 def apmt_path_prefix() -> str:
@@ -64,11 +72,15 @@ def study_settings(wildcards) -> dict:
 
 
 def final_outputs() -> list[str]:
-    """The targets of the default job. Per study the model, plus the evaluation and the
-    figures when a holdout is set and the predictions when points are listed."""
+    """The targets of the default job. Per study the model and its diagnosis (and for a
+    profiled study its refinement record), plus the evaluation and the figures when a
+    holdout is set and the predictions when points are listed."""
     targets = []
     for study, settings in config["studies"].items():
-        targets.append(f"results/{study}/model.json")
+        targets += [f"results/{study}/model.json", f"results/{study}/diagnosis.txt",
+                    f"results/{study}/diagnosis.html"]
+        if study in PROFILED:
+            targets.append(f"results/{study}/refinement.json")
         if settings["holdout"]:
             targets.append(f"results/{study}/evaluation.csv")
             targets += [f"results/{study}/figures/{name}.png"
@@ -96,11 +108,122 @@ def profile_study_file(wildcards) -> str:
     return study_settings(wildcards)["profile"]
 
 
+@cache
+def base_p(study: str) -> list[int]:
+    """The P the study file lists (its `p`, and the P its points fix)."""
+    data = yaml.safe_load(Path(config["studies"][study]["profile"]).read_text()) or {}
+    fixed = [point["p"] for point in data.get("points") or [] if isinstance(point, dict)
+             and "p" in point]
+    return sorted({int(p) for p in [*(data.get("p") or []), *fixed]})
+
+
+@cache
+def study_launcher(study: str) -> str:
+    data = yaml.safe_load(Path(config["studies"][study]["profile"]).read_text()) or {}
+    return str(data.get("launcher", "mpirun"))
+
+
+def mpi_resource(wildcards) -> str:
+    """The launcher, which marks an MPI job for the Slurm executor: it asks sbatch for P
+    tasks and runs the job's command as it is (apmt's launcher starts the ranks inside the
+    allocation). Empty for P=1, which the executor takes as one task."""
+    return study_launcher(wildcards.study) if int(wildcards.p) > 1 else ""
+
+
 def profile_setup_files(wildcards) -> list[str]:
     """The files the study copies into every run (its `setup`, relative to the study file)."""
     study = Path(profile_study_file(wildcards))
     setup = (yaml.safe_load(study.read_text()) or {}).get("setup") or []
     return [str(study.parent / name) for name in setup]
+
+
+# --- refinement -----------------------------------------------------------------------------
+
+
+def refine_settings(study: str) -> dict:
+    """The top-level refine keys, overridden by those the study gives itself."""
+    return {**config["refine"], **GIVEN_REFINE.get(study, {})}
+
+
+def refines(study: str) -> bool:
+    """Refinement needs runs it can add (a profiled study), a holdout and a budget."""
+    settings = refine_settings(study)
+    return (study in PROFILED and bool(config["studies"][study]["holdout"])
+            and settings["max_rounds"] > 0 and settings["max_runs"] > 0)
+
+
+def decision(study: str, round_index: int) -> dict:
+    """A round's decision; asking for it makes Snakemake run that round's checkpoint first."""
+    path = checkpoints.refine_round.get(study=study, round=str(round_index)).output.decision
+    return json.loads(Path(path).read_text())
+
+
+def round_p(study: str, round_index: int) -> list[int]:
+    """The P measured in a round: the study's own, plus every P the rounds before added."""
+    added = [run["p"] for r in range(round_index) for run in decision(study, r)["runs"]
+             if decision(study, r)["action"] == "more_p"]
+    return sorted({*base_p(study), *added})
+
+
+def final_round(study: str) -> int:
+    """The last round: the first whose decision adds nothing (or refinement is off)."""
+    round_index = 0
+    while refines(study) and decision(study, round_index)["action"] == "more_p":
+        round_index += 1
+    return round_index
+
+
+def round_runs(wildcards) -> list[str]:
+    return [f"results/{wildcards.study}/runs/p{p}.json"
+            for p in round_p(wildcards.study, int(wildcards.round))]
+
+
+def round_p_option(wildcards) -> str:
+    return " ".join(str(p) for p in round_p(wildcards.study, int(wildcards.round)))
+
+
+def round_comm(wildcards) -> list[str]:
+    return [f"results/{wildcards.study}/rounds/r{wildcards.round}/comm.csv"] \
+        if wildcards.study in PROFILED else []
+
+
+def final_round_dir(wildcards) -> str:
+    return f"results/{wildcards.study}/rounds/r{final_round(wildcards.study)}"
+
+
+def final_round_table(name: str):
+    """An input function: the last round's table of this name."""
+    return lambda wildcards: f"{final_round_dir(wildcards)}/{name}"
+
+
+def decisions(wildcards) -> list[str]:
+    """Every round's decision, the last one included (none when refinement is off)."""
+    if not refines(wildcards.study):
+        return []
+    return [f"results/{wildcards.study}/rounds/r{r}/decision.json"
+            for r in range(final_round(wildcards.study) + 1)]
+
+
+def previous_decisions(wildcards) -> list[str]:
+    return [f"results/{wildcards.study}/rounds/r{r}/decision.json"
+            for r in range(int(wildcards.round))]
+
+
+def refine_options(wildcards) -> str:
+    settings = refine_settings(wildcards.study)
+    options = ["--round", wildcards.round, "--max-rounds", str(settings["max_rounds"]),
+               "--max-runs", str(settings["max_runs"]),
+               "--base-p", *map(str, base_p(wildcards.study))]
+    if settings["candidates"]:
+        options += ["--candidates", *map(str, settings["candidates"])]
+    if settings["max_p"]:
+        options += ["--max-p", str(settings["max_p"])]
+    if settings["lower_frequency_ghz"]:
+        options += ["--lower-frequency", str(settings["lower_frequency_ghz"])]
+    previous = previous_decisions(wildcards)
+    if previous:
+        options += ["--previous", *previous]
+    return shlex.join(options)
 
 
 # --- fit and evaluate ---------------------------------------------------------------------------

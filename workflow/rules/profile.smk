@@ -1,24 +1,51 @@
-# Stage 1, for studies that run their application: `apmt profile` runs it at every P and
-# repetition of its study file (raw runs kept in results/raw/<study>/, never overwritten; a
-# rerun redoes only runs without their `done` marker), then extracts the per-rank
-# measurements and the MPI traces into tidy tables with their provenance.
+# Stage 1, for studies that run their application: one job per P runs the study's runs at
+# that P (every repetition; raw runs kept in results/raw/<study>/, never overwritten; a rerun
+# redoes only runs without their `done` marker), so that each job asks its executor for P
+# MPI tasks. Then the finished runs of a round's P become the per-rank measurements and the
+# MPI traces, as tidy tables with their provenance (round 0: the P of the study file;
+# refinement rounds add P, see refine.smk).
 
 
-rule profile_study:
+rule profile_p:
     input:
         study=profile_study_file,
         setup=profile_setup_files,
     output:
-        measurements="results/{study}/measurements.csv",
-        comm="results/{study}/comm.csv",
-        provenance="results/{study}/measurements.csv.provenance.json",
+        runs="results/{study}/runs/p{p}.json",
     wildcard_constraints:
         study=study_pattern(PROFILED),
-    # the runs' timings are the data: nothing else runs beside them
+    # the runs' timings are the data: locally nothing else runs beside them
     threads: workflow.cores
+    resources:
+        tasks=lambda wildcards: int(wildcards.p),
+        mpi=mpi_resource,
+        # under Slurm: one CPU per rank (threads above only keeps a local run to itself)
+        cpus_per_task=1,
     log:
-        "logs/{study}/profile.log",
+        "logs/{study}/profile/p{p}.log",
     conda:
         "../envs/apmt.yaml"
     shell:
-        "apmt profile {input.study:q} --results results > {log} 2>&1"
+        "apmt profile {input.study:q} --p {wildcards.p} --no-extract --summary {output.runs}"
+        " --results results > {log} 2>&1"
+
+
+rule extract_round:
+    input:
+        study=profile_study_file,
+        runs=round_runs,
+    output:
+        measurements="results/{study}/rounds/r{round}/measurements.csv",
+        comm="results/{study}/rounds/r{round}/comm.csv",
+        provenance="results/{study}/rounds/r{round}/measurements.csv.provenance.json",
+    wildcard_constraints:
+        study=study_pattern(PROFILED),
+    params:
+        p=round_p_option,
+    log:
+        "logs/{study}/extract/r{round}.log",
+    conda:
+        "../envs/apmt.yaml"
+    shell:
+        "apmt extract {input.study:q} --p {params.p} --results results"
+        " -o results/{wildcards.study}/rounds/r{wildcards.round} > {log} 2>&1"

@@ -1,18 +1,36 @@
 """perf backends: hardware events sampled per function (perf-events), and software-clock time per
 function (perf-clock) where the machine has no PMU.
 
-Both wrap each rank in ``perf record`` writing ``perf.<pass>.<rank>.data`` (``perf.clock.<rank>
-.data``) into the run folder, and read the files back with ``perf report`` (one section per
-event, ``Samples;Period;Shared Object;Symbol`` rows). Sampling attributes each event to the
-function that was running when the counter overflowed; the sum of the sample periods of a
-function estimates its count (cycles, instructions, ... or, for cpu-clock, nanoseconds).
+Where perf runs (``apmt.collect.launch.measurement_scope``): by default, when every rank is
+a descendant of ``mpirun``/``mpiexec`` on this host, one ``perf record`` runs around the
+launcher, follows all ranks (inherited events) and writes ``perf.<pass>.data``
+(``perf.clock.data``); its samples are split per rank by process afterwards, with the process
+id each rank's wrapper wrote (``rank.<rank>.pid``) and perf's task table (threads and child
+processes count for their rank; the launcher's own samples for none). Otherwise (srun, host
+lists, multi-node allocations, or ``APMT_PERF_SCOPE=rank``) each rank runs in its own
+``perf record`` writing ``perf.<pass>.<rank>.data``. Both give the same per-function, per-rank
+samples (each rank's events are its own, inherited or not); the single perf was made the
+default because perf's start-up and exit are a fixed cost per perf process that ranks wait
+for, and P perf processes compete with P ranks for P cores (at P=2 on 2 cores one perf per
+rank, with perf 6.1's three full reads of /proc/kallsyms each, cost +24% of a 1.4 s LAMMPS
+run). With the cuts in ``_record_words`` the fixed cost measured here (minimum of 15 runs of
+``mpirun -np P true``) fell from 0.136 s to 0.016 s at P=1 and from 0.355 s (one perf per
+rank) to 0.021 s (one perf around mpirun) at P=2; ``benchmarks/overhead.py --per-rank``
+compares both ways on LAMMPS.
+
+The data files are read back with ``perf report`` (one section per event,
+``Samples;Period;Shared Object;Symbol`` rows, and a ``pid`` column for a launch-wide file).
+Sampling attributes each event to the function that was running when the counter
+overflowed; the sum of the sample periods of a function estimates its count (cycles,
+instructions, ... or, for cpu-clock, nanoseconds).
 
 Kernel names: the (demangled) symbol; code without a symbol is grouped by its library
 (``<libfoo>``); everything inside an MPI library except its public ``MPI_*`` entry points is
 grouped by library (``<libmpi>``, ``<libopen-pal>``, ``<mca_btl_vader>``, ...), since MPI
 is modelled as communication from the PMPI trace; the kernel itself is ``<kernel>``, the
 dynamic loader ``<loader>``. The text report is kept beside each data file
-(``.report.txt``), so the numbers can be read again without perf or the binaries.
+(``.report.txt``, and perf's task table ``.tasks.txt`` for a launch-wide file), so the
+numbers can be read again without perf or the binaries.
 """
 
 from __future__ import annotations
@@ -24,13 +42,16 @@ import subprocess
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
 
 from apmt.collect.backends import cpu as cpumod
+from apmt.collect.launch import SCOPE_VARIABLE, rank_pids
 from apmt.errors import ApmtError
 from apmt.kernels import MPI_LIBRARY, MPI_NAME, function_name
+from apmt.tables import write_text_atomic
 
 KERNEL = "<kernel>"
 LOADER = "<loader>"
@@ -39,6 +60,10 @@ DEFAULT_CLOCK_HZ = 997                 # a prime, so sampling does not beat with
 _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 _SECTION = re.compile(r"^#\s*Samples:\s*(\S+)\s+of event '(.*)'\s*$")
 _EVENT_COUNT = re.compile(r"^#\s*Event count \(approx\.\):\s*(\d+)")
+_TASK = re.compile(r"^-?\d+:")
+_TASK_LINE = re.compile(r"^\s*(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+\|")
+REPORT_FIELDS = "sample,period,dso,sym"
+TASK_REPORT_FIELDS = "sample,period,pid,dso,sym"
 COLUMNS = ["kernel", "metric", "rank", "value"]
 
 
@@ -91,55 +116,101 @@ class EventSection:
         self.periods[kernel] += period
         self.samples += samples
 
+    def merge(self, other: EventSection) -> None:
+        for kernel, period in other.periods.items():
+            self.periods[kernel] += period
+        self.samples += other.samples
+
 
 def parse_report(text: str, source: str = "perf report") -> dict[str, EventSection]:
     """Parse ``perf report --stdio -t ';' -F sample,period,dso,sym`` (headers kept: one
     ``# Samples: N of event 'E'`` section per event) into sections keyed by event name as
     perf printed it. Checks each section's rows against its ``Event count`` header."""
-    sections: dict[str, EventSection] = {}
-    current: EventSection | None = None
+    by_task, totals = _parse_rows(text, source, with_task=False)
+    return {event: tasks.get(None, EventSection(event, total=totals.get(event)))
+            for event, tasks in by_task.items()}
+
+
+def parse_task_report(text: str, source: str = "perf report") -> dict[int, dict[str, EventSection]]:
+    """Parse ``perf report ... -F sample,period,pid,dso,sym`` (the pid column is perf's
+    ``tid:comm``) into sections per thread id and event; the rows of all threads together
+    are checked against each event's ``Event count`` header."""
+    by_task, _ = _parse_rows(text, source, with_task=True)
+    out: dict[int, dict[str, EventSection]] = defaultdict(dict)
+    for event, tasks in by_task.items():
+        for tid, section in tasks.items():
+            out[int(tid or 0)][event] = section
+    return dict(out)
+
+
+def _parse_rows(text: str, source: str, with_task: bool
+                ) -> tuple[dict[str, dict[int | None, EventSection]], dict[str, float]]:
+    """Rows of a text report by event and thread (None without a pid column), and the
+    events' header totals, checked against the rows."""
+    sections: dict[str, dict[int | None, EventSection]] = {}
+    totals: dict[str, float] = {}
+    event: str | None = None
+    width = 5 if with_task else 4
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("#"):
-            current = _header_line(line, current, sections)
+            event = _header_line(line, event, sections, totals)
             continue
         if not line.strip():
             continue
-        fields = [f.strip() for f in line.split(";", 3)]
-        if len(fields) != 4 or not fields[0].isdigit():
-            raise ApmtError(f"{source}: line {number}: not a 'samples;period;dso;symbol' row: "
+        fields = [f.strip() for f in line.split(";", width - 1)]
+        if len(fields) != width or not fields[0].isdigit() \
+                or (with_task and not _TASK.match(fields[2])):
+            shape = "samples;period;tid:comm;dso;symbol" if with_task \
+                else "samples;period;dso;symbol"
+            raise ApmtError(f"{source}: line {number}: not a '{shape}' row: "
                             f"{line.strip()[:80]!r}")
-        if current is None:                      # a report without headers: one event
-            current = sections.setdefault("", EventSection(""))
-        current.add(kernel_name(fields[2], fields[3]), int(fields[0]), float(fields[1]))
-    for section in sections.values():
-        _check_total(section, source)
-    return sections
+        if event is None:                        # a report without headers: one event
+            event = ""
+            sections.setdefault(event, {})
+        task = int(fields[2].split(":", 1)[0]) if with_task else None
+        section = sections[event].setdefault(task, EventSection(event, total=totals.get(event)))
+        section.add(kernel_name(fields[-2], fields[-1]), int(fields[0]), float(fields[1]))
+    for name, total in totals.items():
+        _check_total(name, sum(sum(s.periods.values()) for s in sections[name].values()),
+                     total, source)
+    return sections, totals
 
 
-def _header_line(line: str, current: EventSection | None,
-                 sections: dict[str, EventSection]) -> EventSection | None:
+def _header_line(line: str, event: str | None, sections: dict[str, dict],
+                 totals: dict[str, float]) -> str | None:
     match = _SECTION.match(line)
     if match:
-        return sections.setdefault(match[2], EventSection(match[2]))
+        sections.setdefault(match[2], {})
+        return match[2]
     match = _EVENT_COUNT.match(line)
-    if match and current is not None:
-        current.total = float(match[1])
-    return current
+    if match and event is not None:
+        totals[event] = float(match[1])
+        for section in sections[event].values():
+            section.total = totals[event]
+    return event
 
 
-def _check_total(section: EventSection, source: str) -> None:
+def _check_total(event: str, rows: float, total: float, source: str) -> None:
     """The rows of an event must add up to perf's own count: else the text is cut short."""
-    if section.total is None:
-        return
-    total = sum(section.periods.values())
-    if abs(total - section.total) > 1e-9 * max(section.total, 1.0):
-        raise ApmtError(f"{source}: event {section.name!r}: rows sum to {total:.0f} but perf "
-                        f"counted {section.total:.0f} (a truncated report?)")
+    if abs(rows - total) > 1e-9 * max(total, 1.0):
+        raise ApmtError(f"{source}: event {event!r}: rows sum to {rows:.0f} but perf "
+                        f"counted {total:.0f} (a truncated report?)")
 
 
-def report_text(data: Path) -> str:
+def report_text(data: Path, fields: str = REPORT_FIELDS) -> str:
     """The text report of one perf data file, made once and kept as ``<data>.report.txt``."""
-    cached = data.with_suffix(".report.txt")
+    return _perf_text(data, ".report.txt", ["report", "-f", "--stdio", "--no-children",
+                                            "-t", ";", "-F", fields])
+
+
+def tasks_text(data: Path) -> str:
+    """perf's table of the recorded tasks (``pid tid ppid comm``), kept as
+    ``<data>.tasks.txt``: which process each sampled thread belongs to, and its parent."""
+    return _perf_text(data, ".tasks.txt", ["report", "-f", "--tasks"])
+
+
+def _perf_text(data: Path, suffix: str, words: list[str]) -> str:
+    cached = data.with_suffix(suffix)
     if cached.is_file() and (not data.exists()
                              or cached.stat().st_mtime >= data.stat().st_mtime):
         return cached.read_text()
@@ -147,14 +218,26 @@ def report_text(data: Path) -> str:
         raise ApmtError(f"{data}: no such perf data file")
     if shutil.which("perf") is None:
         raise ApmtError(f"{data}: perf is needed to read it and is not installed")
-    done = subprocess.run(["perf", "report", "-f", "--stdio", "--no-children", "-t", ";",
-                           "-F", "sample,period,dso,sym", "-i", str(data)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(["perf", *words, "-i", str(data)], capture_output=True, text=True,
+                          check=False)
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
-        raise ApmtError(f"{data}: perf report failed ({lines[-1] if lines else 'no message'})")
-    cached.write_text(done.stdout)
+        raise ApmtError(f"{data}: perf {words[0]} failed "
+                        f"({lines[-1] if lines else 'no message'})")
+    write_text_atomic(done.stdout, cached)
     return done.stdout
+
+
+def parse_tasks(text: str, source: str) -> dict[int, tuple[int, int]]:
+    """``perf report --tasks`` as thread id -> (process id, parent's process id)."""
+    tasks = {}
+    for line in text.splitlines():
+        match = _TASK_LINE.match(line)
+        if match:
+            tasks[int(match[2])] = (int(match[1]), int(match[3]))
+        elif line.strip() and not line.startswith("#"):
+            raise ApmtError(f"{source}: not a 'pid tid ppid |comm' line: {line.strip()[:80]!r}")
+    return tasks
 
 
 def perf_version() -> str:
@@ -179,6 +262,53 @@ def _rank_files(run_dir: Path, stem: str) -> dict[int, Path]:
     return dict(sorted(files.items()))
 
 
+def rank_sections(run_dir: Path, stem: str) -> dict[int, dict[str, EventSection]]:
+    """Each rank's event sections: split by process from ``<stem>.data`` when one perf
+    recorded the whole launch, else from each rank's own ``<stem>.<rank>.data``."""
+    run_dir = Path(run_dir)
+    whole = run_dir / f"{stem}.data"
+    if whole.is_file() or whole.with_suffix(".report.txt").is_file():
+        return split_by_rank(whole, rank_pids(run_dir))
+    return {rank: parse_report(report_text(data), str(data))
+            for rank, data in _rank_files(run_dir, stem).items()}
+
+
+def split_by_rank(data: Path, pids: Mapping[int, int]) -> dict[int, dict[str, EventSection]]:
+    """The samples of one perf around the launcher, per rank: a thread belongs to the rank
+    whose process (the wrapper's ``$$``, which execs the application) is its process or an
+    ancestor of it. The launcher's own samples belong to no rank and are left out, as a perf
+    per rank never sees them. A rank without a sample was not followed: an error."""
+    by_task = parse_task_report(report_text(data, TASK_REPORT_FIELDS), str(data))
+    tasks = parse_tasks(tasks_text(data), str(data.with_suffix(".tasks.txt")))
+    rank_of = {pid: rank for rank, pid in pids.items()}
+    out: dict[int, dict[str, EventSection]] = {rank: {} for rank in sorted(pids)}
+    for tid, sections in by_task.items():
+        rank = _rank_of_task(tid, tasks, rank_of)
+        if rank is None:
+            continue
+        for event, section in sections.items():
+            out[rank].setdefault(event, EventSection(event)).merge(section)
+    unsampled = [rank for rank, sections in out.items() if not sections]
+    if unsampled:
+        raise ApmtError(f"{data}: no samples of rank {unsampled[0]} (pid {pids[unsampled[0]]}): "
+                        f"the launcher did not start it as its descendant; measure each rank "
+                        f"with its own perf ({SCOPE_VARIABLE}=rank)")
+    return out
+
+
+def _rank_of_task(tid: int, tasks: Mapping[int, tuple[int, int]],
+                  rank_of: Mapping[int, int]) -> int | None:
+    """The rank a thread works for: its process's, or the nearest ancestor process's."""
+    pid = tasks.get(tid, (tid, -1))[0]
+    seen = set()
+    while pid not in rank_of:
+        if pid in seen or pid not in tasks:
+            return None
+        seen.add(pid)
+        pid = tasks[pid][1]
+    return rank_of[pid]
+
+
 def _rows(per_kernel: Mapping[str, float], metric: str, rank: int,
           scale: float = 1.0) -> list[dict]:
     return [{"kernel": k, "metric": metric, "rank": rank, "value": v * scale}
@@ -192,16 +322,54 @@ def _table(rows: Iterable[dict], provenance: dict) -> pd.DataFrame:
     return table
 
 
-def _record_prefix(run_dir: Path, stem: str, options: list[str]) -> str:
-    """``perf record`` words for the rank wrapper; the output path expands ``$rank``.
+def _record_words(options: list[str]) -> list[str]:
+    """``perf record`` with what cuts its fixed cost per run (start-up and exit).
 
-    Start-up and exit are a fixed cost per rank that short runs feel: no BPF events (0.8 s
-    at exit with perf 6.1) and no build-ids (-B, --no-buildid-cache: 0.08 s; the report is
-    made right after the run, on the same binaries).
+    No BPF events (0.8 s at exit with perf 6.1) and no build-ids (-B, --no-buildid-cache:
+    0.08 s; the report is made right after the run, on the same binaries). perf 6.1 reads
+    all of /proc/kallsyms three times at start (0.04 s each here: 120,000 symbols) to name
+    kernel functions, which apmt groups as one ``<kernel>`` anyway. As root, apmt hides the
+    file from perf (see ``_kallsyms_hidden``), or else drops CAP_SYSLOG (``setpriv``), which
+    makes perf skip two of the reads. Kernel samples still count, as ``<kernel>``.
     """
+    return [*_kallsyms_hidden(), "perf", "record", "--no-bpf-event", "-B",
+            "--no-buildid-cache", "-q", *options]
+
+
+@cache
+def _kallsyms_hidden() -> tuple[str, ...]:
+    """Words that run perf (and the launch or rank it starts) with /proc/kallsyms empty: a
+    private mount namespace with /dev/null over it (root only; probed once). Without it,
+    the words that drop CAP_SYSLOG; nothing when not root (perf then skips the reads that
+    need kernel addresses by itself, as those are hidden from users)."""
+    if not cpumod.is_root():
+        return ()
+    hide = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind /dev/null /proc/kallsyms && exec "$@"', "apmt-perf"]
+    if shutil.which("unshare") and _runs([*hide, "true"]):
+        return tuple(hide)
+    if shutil.which("setpriv"):
+        return ("setpriv", "--inh-caps=-syslog", "--bounding-set=-syslog", "--")
+    return ()
+
+
+def _runs(command: list[str]) -> bool:
+    try:
+        return subprocess.run(command, capture_output=True, timeout=20,
+                              check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _record_prefix(run_dir: Path, stem: str, options: list[str]) -> str:
+    """``perf record`` words for the rank wrapper; the output path expands ``$rank``."""
     out = f"{shlex.quote(str(run_dir))}/{stem}.${{rank}}.data"
-    words = ["perf", "record", "--no-bpf-event", "-B", "--no-buildid-cache", "-q", *options]
-    return " ".join(shlex.quote(w) for w in words) + f" -o {out} --"
+    return shlex.join(_record_words(options)) + f" -o {out} --"
+
+
+def _launch_prefix(run_dir: Path, stem: str, options: list[str]) -> list[str]:
+    """``perf record`` words before the launcher: one perf follows every rank (inherit)."""
+    return [*_record_words(options), "-o", str(Path(run_dir) / f"{stem}.data"), "--"]
 
 
 def _require_perf(backend: str) -> None:
@@ -233,14 +401,18 @@ class PerfClock:
     def event(self) -> str:
         return cpumod.with_modifier("cpu-clock", self.modifier)
 
+    def options(self) -> list[str]:
+        return ["-e", self.event(), "-F", str(self.frequency)]
+
     def rank_prefix(self, run_dir: Path) -> str:
-        return _record_prefix(Path(run_dir), "perf.clock",
-                              ["-e", self.event(), "-F", str(self.frequency)])
+        return _record_prefix(Path(run_dir), "perf.clock", self.options())
+
+    def launch_prefix(self, run_dir: Path) -> list[str]:
+        return _launch_prefix(Path(run_dir), "perf.clock", self.options())
 
     def parse(self, run_dir: Path) -> pd.DataFrame:
         rows = []
-        for rank, data in _rank_files(Path(run_dir), "perf.clock").items():
-            sections = parse_report(report_text(data), str(data))
+        for rank, sections in rank_sections(Path(run_dir), "perf.clock").items():
             for section in sections.values():
                 if cpumod.event_key(section.name) in ("cpu-clock", ""):
                     rows += _rows(section.periods, "time", rank, 1e-9)   # periods in ns
@@ -301,18 +473,23 @@ class PerfEvents:
                             f"'auto' (cpu-clock time and cachegrind counts) instead")
         check_events_accepted(self.events())
 
-    def rank_prefix(self, run_dir: Path) -> str:
+    def options(self) -> list[str]:
         options: list[str] = []
         for event in self.events():
             options += ["-e", event]
         if self.period is not None:
             options += ["-c", str(self.period)]
-        return _record_prefix(Path(run_dir), self.stem(), options)
+        return options
+
+    def rank_prefix(self, run_dir: Path) -> str:
+        return _record_prefix(Path(run_dir), self.stem(), self.options())
+
+    def launch_prefix(self, run_dir: Path) -> list[str]:
+        return _launch_prefix(Path(run_dir), self.stem(), self.options())
 
     def parse(self, run_dir: Path) -> pd.DataFrame:
         rows = []
-        for rank, data in _rank_files(Path(run_dir), self.stem()).items():
-            sections = parse_report(report_text(data), str(data))
+        for rank, sections in rank_sections(Path(run_dir), self.stem()).items():
             rows += self.rows_from_sections(sections, rank)
         return _table(rows, self.provenance())
 
@@ -341,8 +518,7 @@ class PerfEvents:
             return {}
         key = {cpumod.event_key(e) for e in self.metrics[ref].events}
         out = {}
-        for rank, data in _rank_files(Path(run_dir), self.stem()).items():
-            sections = parse_report(report_text(data), str(data))
+        for rank, sections in rank_sections(Path(run_dir), self.stem()).items():
             out[rank] = sum(sum(s.periods.values()) for n, s in sections.items()
                             if cpumod.event_key(n) in key)
         return out

@@ -1,0 +1,163 @@
+"""Checks before any assessment (PerfExpert, paper 002, II.B.2): is the data good enough?
+
+- too short to sample: a key kernel (or a whole run) with fewer cpu-clock samples per rank
+  than ``validity.min_samples`` of lcpi.yaml; the rate comes from the perf-clock provenance;
+- repetitions that vary too much: a key kernel's (or the application's) time, cycles or
+  instructions spreading by more than ``validity.max_variation`` over the repetitions of a
+  point, (max - min) / mean;
+- counters that contradict each other: a part above its whole (L1 hits above loads,
+  mispredictions above branches, ...), the rules listed under ``validity.consistency``.
+Each problem is a warning naming the kernel, the run and the numbers; the context (one
+repetition only, oversubscribed runs, no provenance) is said as information.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from apmt.diagnose.lcpi import StudyData, describe_point, key_kernels, load_config, read_study
+from apmt.diagnose.section import Finding, Section
+from apmt.series import per_run
+from apmt.tables import APP_KERNEL, TIME_METRIC
+
+REPEATED_METRICS = (TIME_METRIC, "cycles", "instructions")
+
+
+def sections(study_dir: str | Path, data: StudyData | None = None,
+             title: str = "Validity of the measurements") -> list[Section]:
+    """The validity section of a study folder."""
+    data = data or read_study(study_dir)
+    return [Section(title, check(data),
+                    note=f"{data.folder}: checks of paper 002, II.B.2, thresholds in lcpi.yaml")]
+
+
+def check(data: StudyData) -> list[Finding]:
+    """Every warning about the data, then the context; one line saying so when all is fine."""
+    limits = load_config().validity
+    kernels = key_kernels(data)
+    runs = per_run(data.table, data.params)
+    warnings = [*short_runs(data, runs, kernels, limits), *varying(data, runs, kernels, limits),
+                *contradictions(data, runs, limits)]
+    if not warnings:
+        warnings.append(Finding("info", f"no problem found: sample counts, repetitions and "
+                                f"counter consistency of {len(kernels)} key kernel(s) checked"))
+    return warnings + context(data, runs)
+
+
+def sampling_rate(provenance: dict) -> float | None:
+    """Samples per second of the time metric: perf-clock's recorded frequency."""
+    for backend in provenance.get("backends", []):
+        rate = (backend.get("provenance") or {}).get("frequency_hz")
+        if backend.get("name") == "perf-clock" and isinstance(rate, int | float) and rate > 0:
+            return float(rate)
+    return None
+
+
+def _point(row: pd.Series, params: list[str]) -> str:
+    return describe_point({name: row[name] for name in ["p", *params]})
+
+
+def short_runs(data: StudyData, runs: pd.DataFrame, kernels: list[str],
+               limits: dict) -> list[Finding]:
+    """Kernels and runs with too few samples for their time to mean much."""
+    rate = sampling_rate(data.provenance)
+    if rate is None:
+        return []
+    least = float(limits.get("min_samples", 100))
+    time = runs[runs["metric"] == TIME_METRIC]
+    point = ["p", *data.params]
+    findings = []
+    on_cpu = time[time["kernel"] != APP_KERNEL].groupby([*point, "rep"])["value"].sum()
+    for key, seconds in on_cpu.groupby(level=point).mean().items():
+        samples = seconds * rate
+        if samples < least:
+            where = describe_point(dict(zip(point, np.atleast_1d(key), strict=True)))
+            findings.append(Finding("warning", f"run at {where} too short to sample: about "
+                                    f"{samples:.0f} samples per rank ({seconds:.3g} s on the "
+                                    f"CPU at {rate:g} Hz), fewer than {least:g}"))
+    per_point = time[time["kernel"].isin(kernels)].groupby(["kernel", *point])["value"].mean()
+    for (kernel, *values), seconds in per_point.items():
+        samples = seconds * rate
+        if samples < least:
+            where = describe_point(dict(zip(point, values, strict=True)))
+            findings.append(Finding("warning", f"{kernel} at {where}: about {samples:.0f} "
+                                    f"samples per rank ({seconds:.3g} s at {rate:g} Hz), fewer "
+                                    f"than {least:g}: its time and CPI are uncertain by more "
+                                    f"than {1 / np.sqrt(least):.0%}", kernel=kernel))
+    return findings
+
+
+def varying(data: StudyData, runs: pd.DataFrame, kernels: list[str],
+            limits: dict) -> list[Finding]:
+    """Series whose repetitions spread by more than the limit."""
+    limit = float(limits.get("max_variation", 0.2))
+    point = ["p", *data.params]
+    chosen = runs[runs["kernel"].isin([*kernels, APP_KERNEL])
+                  & runs["metric"].isin(REPEATED_METRICS)]
+    findings = []
+    for (kernel, metric, *values), rows in chosen.groupby(["kernel", "metric", *point]):
+        if len(rows) < 2:
+            continue
+        low, high, mean = rows["value"].min(), rows["value"].max(), rows["value"].mean()
+        spread = (high - low) / mean if mean > 0 else 0.0
+        if spread > limit:
+            where = describe_point(dict(zip(point, values, strict=True)))
+            unit = " s" if metric == TIME_METRIC else ""
+            findings.append(Finding("warning", f"{metric} of {kernel} at {where} varies by "
+                                    f"{spread:.0%} over {len(rows)} repetitions ({low:.3g} .. "
+                                    f"{high:.3g}{unit}), more than {limit:.0%}: the runs were "
+                                    "disturbed; repeat them on a quieter machine",
+                                    kernel=kernel))
+    return findings
+
+
+def contradictions(data: StudyData, runs: pd.DataFrame, limits: dict) -> list[Finding]:
+    """Parts above their whole (``validity.consistency``), per kernel and run."""
+    tolerance = float(limits.get("tolerance", 0.02))
+    index = ["kernel", "p", *data.params, "rep"]
+    wide = runs.pivot_table(index=index, columns="metric", values="value", aggfunc="first")
+    findings = []
+    for rule in limits.get("consistency") or []:
+        part, whole = list(rule["part"]), list(rule["whole"])
+        if not set(part + whole) <= set(wide.columns):
+            continue
+        rows = wide[wide[whole].notna().all(axis=1) & wide[part].notna().any(axis=1)]
+        part_sum, whole_sum = rows[part].fillna(0).sum(axis=1), rows[whole].sum(axis=1)
+        for key in rows.index[(part_sum > whole_sum * (1 + tolerance)).to_numpy()]:
+            findings.append(_contradiction(key, index, rule, part_sum[key], whole_sum[key]))
+    return findings
+
+
+def _contradiction(key: tuple, index: list[str], rule: dict, part: float,
+                   whole: float) -> Finding:
+    run = dict(zip(index, key, strict=True))
+    kernel, rep = run.pop("kernel"), run.pop("rep")
+    return Finding("warning", f"counters contradict each other in {kernel} at "
+                   f"{describe_point(run)} (repetition {rep}): {rule['says']}: "
+                   f"{' + '.join(rule['part'])} = {part:.4g} > {' + '.join(rule['whole'])} = "
+                   f"{whole:.4g} per rank; an event does not count what its metric means, so "
+                   "this kernel's LCPI is not trustworthy", kernel=kernel)
+
+
+def context(data: StudyData, runs: pd.DataFrame) -> list[Finding]:
+    """What the reader should know about how the data was made."""
+    findings = []
+    if not data.provenance:
+        findings.append(Finding("info", "no provenance beside the table: backends and "
+                                "sampling rate unknown, sample counts not checked"))
+    elif sampling_rate(data.provenance) is None:
+        findings.append(Finding("info", "no cpu-clock sampling rate recorded: sample counts "
+                                "not checked"))
+    point = ["p", *data.params]
+    if "rep" not in runs.columns or runs.groupby(point)["rep"].nunique().max() < 2:
+        findings.append(Finding("info", "one repetition per point: the variation between "
+                                "runs was not checked (measure at least two)"))
+    over = data.provenance.get("oversubscribed_runs") or []
+    if over:
+        findings.append(Finding("info", f"runs with more ranks than cores: {', '.join(over)}: "
+                                "on-CPU times hold, but ranks shared cores, caches and memory "
+                                "bandwidth"))
+    return findings

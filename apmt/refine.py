@@ -1,0 +1,489 @@
+"""Refinement of a model whose validation error exceeds the tolerance (paper 000, 3.4).
+
+One round is a decision on the validation result (``apmt.evaluate.decide``), as data:
+- communication error: profile at more P, where the model is least certain (the relative
+  width of its 90% interval) instead of at fixed places; of the two runs the paper asks for,
+  the largest candidate validates (so the next round's ``--holdout p=max`` holds it out) and
+  the most uncertain of the others refits;
+- computation error: rerun one P at a lower CPU frequency and solve
+  ``CPI = CPI_core + BF_mem * T_mem`` per kernel (Eq. 5). Where this machine cannot change
+  the frequency, the decision says so and the model keeps its first parameters;
+- every round is bounded by a budget of rounds and runs, and its decision holds the numbers
+  that made it.
+
+A run here is one profiling job at one P (with the study's repetitions and parameter points),
+as the paper counts "two more application profiling runs".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from apmt.errors import ApmtError
+from apmt.model import assemble
+from apmt.series import points
+from apmt.tables import TIME_METRIC
+
+BEYOND = 4.0                 # default candidates reach this factor beyond the largest P
+LOWER_FREQUENCY_STEP = 2 / 3  # the paper's 3.0 -> 2.0 GHz: memory gets 1.5x faster in cycles
+BF_MEM_RANGE = (0.0, 1.5)    # a plausible non-overlapped share of memory time
+PART_METRICS = {None: (TIME_METRIC,), "communication": ("comm_time",),
+                "computation": ("comp_time", "mem_time", "others_time")}
+SYSFS_CPU = Path("/sys/devices/system/cpu")
+KHZ_PER_GHZ = 1e6
+TIE_DECIMALS = 4             # relative widths equal to 0.01 percentage points are ties
+FREQUENCY_INPUTS = ("instructions", "cycles", "l1_hits", "l2_hits", "llc_hits", "llc_misses")
+CACHE_LEVELS = {"l1_hits": "l1", "l2_hits": "l2", "llc_hits": "llc"}
+
+
+# ------------------------------------------------------------------------- choosing new P
+
+def default_candidates(measured_p: list[float], beyond: float = BEYOND) -> list[int]:
+    """Powers of two and the midpoints between them (3 * 2^k), from the smallest measured P
+    to ``beyond`` times the largest, without the measured ones."""
+    low, high = min(measured_p), max(measured_p) * beyond
+    found = set()
+    power = 1
+    while power <= high:
+        found.update(v for v in (power, 3 * power // 2) if low <= v <= high and v >= 1)
+        power *= 2
+    return sorted(found - {int(p) for p in measured_p})
+
+
+def rank_by_uncertainty(p: np.ndarray, bounds: tuple[np.ndarray, ...]) -> pd.DataFrame:
+    """Candidates ranked by the relative width of the 90% interval, widest first (ties:
+    the larger P first).
+
+    Columns: p, predicted, lower, upper (seconds per rank), uncertainty ((upper - lower) /
+    predicted), rank (1 = least certain).
+    """
+    predicted, lower, upper = (np.asarray(b, float) for b in bounds)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        width = np.where(predicted > 0, (upper - lower) / predicted, np.nan)
+    table = pd.DataFrame({"p": np.asarray(p, float), "predicted": predicted, "lower": lower,
+                          "upper": upper, "uncertainty": width})
+    # widths equal to 4 decimals are ties (leverage round-off); the larger P wins a tie: it
+    # says more about the extrapolation
+    table["tied"] = table["uncertainty"].round(TIE_DECIMALS)
+    table = table.sort_values(["tied", "p"], ascending=[False, False], na_position="last",
+                              ignore_index=True).drop(columns="tied")
+    table["rank"] = np.arange(1, len(table) + 1)
+    return table
+
+
+def part_bounds(model: dict, values: dict[str, np.ndarray],
+                part: str | None) -> tuple[tuple[np.ndarray, ...], str]:
+    """The prediction and 90% interval of the part to refine (as apmt.evaluate.validate
+    composes it), or of the application time when the model has nothing of that part."""
+    assembled = assemble(model, values)
+    names = PART_METRICS.get(part)
+    if names is None:
+        raise ApmtError(f"validation: field 'part' is {part!r}, not computation or "
+                        "communication")
+    bounds = tuple(sum(assembled[name][i] for name in names) for i in range(3))
+    if not np.any(bounds[0] > 0):
+        return assembled[TIME_METRIC], f"application time (the model has no {part} term)"
+    return bounds, part or "application time"
+
+
+def point_values_at(model: dict, p: list[float], params_point: Mapping[str, float]
+                    ) -> dict[str, np.ndarray]:
+    """Values for SeriesFit.predict: the candidate P and the other parameters held fixed."""
+    missing = [name for name in model["params"] if name not in params_point]
+    if missing:
+        raise ApmtError(f"refinement: parameter {missing[0]!r} of the model has no value "
+                        f"at the candidate points (given: {dict(params_point)})")
+    p = np.asarray(p, float)
+    return {"p": p, **{name: np.full(len(p), float(params_point[name]))
+                       for name in model["params"]}}
+
+
+def choose_p(model: dict, measured_p: list[float], candidates: list[float] | None,
+             params_point: Mapping[str, float], count: int = 2, *, part: str | None = None,
+             max_p: float | None = None) -> list[dict]:
+    """The next P to profile, chosen where the model is least certain.
+
+    ``candidates`` are the P one may run (None or empty: ``default_candidates``); measured and
+    those above ``max_p`` are dropped. With ``count`` >= 2 the largest candidate validates
+    (it tests the extrapolation the user asked for, and ``--holdout p=max`` finds it) and the
+    ``count - 1`` most uncertain of the others refit; with 1, the most uncertain refits.
+    Each chosen run: p, role (refit | validate), uncertainty, predicted, lower, upper, rank,
+    reason.
+    """
+    ranking, what = candidate_ranking(model, measured_p, candidates, params_point, part, max_p)
+    if ranking.empty or count < 1:
+        return []
+    validate = []
+    if count >= 2 and len(ranking) >= 2:
+        largest = ranking.loc[ranking["p"].idxmax()]
+        validate.append(_choice(largest, "validate", (
+            f"the largest candidate, P={largest['p']:g}: it tests the extrapolation ({what}: "
+            f"90% interval {largest['uncertainty']:.1%} of the prediction, rank "
+            f"{int(largest['rank'])})")))
+        ranking = ranking[ranking["p"] != largest["p"]]
+    refit = [_choice(row, "refit", (
+        f"the model of the {what} is least certain at P={row['p']:g} (90% interval "
+        f"{row['uncertainty']:.1%} of the prediction, rank {int(row['rank'])} of the candidates)"))
+        for _, row in ranking.head(count - len(validate)).iterrows()]
+    return refit + validate
+
+
+def candidate_ranking(model: dict, measured_p: list[float], candidates: list[float] | None,
+                      params_point: Mapping[str, float], part: str | None = None,
+                      max_p: float | None = None) -> tuple[pd.DataFrame, str]:
+    """Every candidate P with its prediction, interval and rank (see rank_by_uncertainty)."""
+    measured = {float(p) for p in measured_p}
+    pool = candidates or default_candidates(list(measured))
+    pool = sorted({float(p) for p in pool} - measured)
+    if max_p is not None:
+        pool = [p for p in pool if p <= max_p]
+    if not pool:
+        return rank_by_uncertainty(np.array([]), (np.array([]),) * 3), part or "application"
+    bounds, what = part_bounds(model, point_values_at(model, pool, params_point), part)
+    return rank_by_uncertainty(np.array(pool), bounds), what
+
+
+def _choice(row: pd.Series, role: str, reason: str) -> dict:
+    numbers = {k: float(row[k]) for k in ("uncertainty", "predicted", "lower", "upper")}
+    return {"p": int(row["p"]), "role": role, **numbers, "rank": int(row["rank"]),
+            "reason": reason}
+
+
+# --------------------------------------------------------------------------- one round
+
+def plan_round(validation: dict, model: dict, measured_p: list[float], round_index: int,
+               budget: Mapping[str, int], settings: Mapping, frequency_control: dict, *,
+               runs_used: int = 0) -> dict:
+    """The decision of refinement round ``round_index`` (0 = the first), as JSON-able data.
+
+    budget: max_rounds, max_runs (refinement runs over all rounds); ``runs_used`` counts the
+    runs earlier rounds asked for (see runs_asked). settings (all optional; empty or null
+    means the default): candidates (P list), max_p, lower_frequency_ghz, frequency_p.
+    ``frequency_control`` is what frequency_control() says about the machine that will run
+    the profiling job.
+    """
+    rounds_left = int(budget["max_rounds"]) - round_index
+    runs_left = int(budget["max_runs"]) - runs_used
+    decision = {
+        "round": round_index, "action": "none", "part": validation.get("part"),
+        "tolerance": validation["tolerance"], "error": validation["error"],
+        "worst_point": validation.get("worst_point"), "runs": [], "frequency_ghz": None,
+        "frequency_method": None, "keeps_model": False, "candidates": [],
+        "measured_p": sorted(int(p) for p in measured_p),
+        "budget": {"max_rounds": int(budget["max_rounds"]), "max_runs": int(budget["max_runs"]),
+                   "rounds_used": round_index, "runs_used": runs_used},
+    }
+    error = f"error {validation['error']:.1%} vs tolerance {validation['tolerance']:.0%}"
+    if not validation["refine"]:
+        return {**decision, "reason": f"{error}: the model is within tolerance"}
+    exhausted = "rounds" if rounds_left <= 0 else "runs" if runs_left <= 0 else None
+    if exhausted:
+        return {**decision, "action": "stop", "exhausted": exhausted,
+                "reason": f"{error}, but the budget of {exhausted} is used up "
+                          f"({round_index} of {budget['max_rounds']} rounds, {runs_used} of "
+                          f"{budget['max_runs']} runs)"}
+    if validation["part"] == "computation":
+        return _plan_frequency(decision, validation, model, measured_p, settings,
+                               frequency_control, error, runs_left)
+    return _plan_more_p(decision, validation, model, measured_p, settings, runs_left, error)
+
+
+def _plan_more_p(decision: dict, validation: dict, model: dict, measured_p: list[float],
+                 settings: Mapping, runs_left: int, error: str) -> dict:
+    point = {k: v for k, v in (validation.get("worst_point") or {}).items() if k != "p"}
+    candidates, max_p = settings.get("candidates") or None, settings.get("max_p") or None
+    ranking, what = candidate_ranking(model, measured_p, candidates, point,
+                                      validation["part"], max_p)
+    runs = choose_p(model, measured_p, candidates, point, min(2, runs_left),
+                    part=validation["part"], max_p=max_p)
+    decision["candidates"] = _records(ranking)
+    if not runs:
+        return {**decision, "action": "stop", "exhausted": "candidates",
+                "reason": f"{error} in {validation['part']}, but no P is left to run "
+                          f"(measured {decision['measured_p']}, max_p {max_p})"}
+    chosen = ", ".join(f"P={r['p']} to {r['role']} ({r['uncertainty']:.1%})" for r in runs)
+    return {**decision, "action": "more_p", "runs": runs,
+            "reason": f"{error}, from {validation['part']}: profile {chosen}; uncertainty is "
+                      f"the relative 90% interval of the {what} at each candidate"}
+
+
+def _plan_frequency(decision: dict, validation: dict, model: dict, measured_p: list[float],
+                    settings: Mapping, control: dict, error: str, runs_left: int) -> dict:
+    why_not = ("the model has no CPI (no cycles and instructions were measured)"
+               if not model.get("cpi") else None if control.get("can_set") else
+               f"this machine cannot change the CPU frequency ({control.get('reason')})")
+    if why_not:
+        # the frequency rerun is impossible; more P are the lever left: the kernels' fits
+        # get points where they are least certain, as for communication
+        more = _plan_more_p(decision, validation, model, measured_p, settings, runs_left,
+                            error)
+        return {**more, "keeps_model": True, "frequency_skipped": why_not,
+                "reason": f"{error}, from computation; no lower-frequency rerun: {why_not}, so "
+                          f"the CPI parameters stay as they are. "
+                          + (f"Instead: {more['reason']}" if more["action"] == "more_p"
+                             else more["reason"])}
+    ghz = lower_frequency(control, settings.get("lower_frequency_ghz"))
+    worst = (validation.get("worst_point") or {}).get("p")
+    p = int(settings.get("frequency_p") or worst or max(measured_p))
+    run = {"p": p, "role": "lower_frequency", "frequency_ghz": ghz,
+           "reason": f"rerun P={p} (the worst point's P unless settings name frequency_p) at "
+                     f"{ghz:g} GHz instead of {control.get('max_ghz')} GHz"}
+    if control.get("method") == "slurm":
+        run["slurm_option"] = cpu_freq_option(ghz)
+    return {**decision, "action": "lower_frequency", "runs": [run], "frequency_ghz": ghz,
+            "frequency_method": control.get("method"),
+            "reason": f"{error}, from computation: {run['reason']}, then solve CPI = CPI_core "
+                      "+ BF_mem * T_mem per kernel (paper 000, Eq. 5)"}
+
+
+def _records(ranking: pd.DataFrame) -> list[dict]:
+    return [{"p": int(r.p), "uncertainty": float(r.uncertainty), "predicted": float(r.predicted),
+             "rank": int(r.rank)} for r in ranking.itertuples()]
+
+
+def runs_asked(decisions: list[dict]) -> int:
+    """Runs the earlier rounds' decisions asked for: ``runs_used`` of the next round."""
+    return sum(len(decision.get("runs", [])) for decision in decisions)
+
+
+# ------------------------------------------------------------------- frequency control
+
+def frequency_control(root: Path = SYSFS_CPU, environ: Mapping[str, str] | None = None,
+                      use_cpupower: bool = True) -> dict:
+    """Whether this machine can set the CPU frequency, how, and to what; why not if not.
+
+    Keys: can_set, method (slurm | cpupower | sysfs | None), frequencies_ghz (the driver's
+    list, empty when it gives a range only), min_ghz, max_ghz, current_ghz, driver,
+    governor, writable, cpupower (path or None), slurm_job, sysfs, reason.
+    """
+    environ = os.environ if environ is None else environ
+    cpufreq = root / "cpu0" / "cpufreq"
+    info = {"can_set": False, "method": None, "frequencies_ghz": [], "min_ghz": None,
+            "max_ghz": None, "current_ghz": None, "driver": None, "governor": None,
+            "writable": False, "cpupower": shutil.which("cpupower") if use_cpupower else None,
+            "slurm_job": environ.get("SLURM_JOB_ID"), "sysfs": str(cpufreq)}
+    if not cpufreq.is_dir():
+        where = f" (Slurm job {info['slurm_job']}: --cpu-freq has nothing to set on this " \
+                "node)" if info["slurm_job"] else ""
+        return {**info, "reason": f"no cpufreq driver: {cpufreq} does not exist (a virtual "
+                                  f"machine or a kernel without cpufreq){where}"}
+    info.update(_read_cpufreq(cpufreq))
+    info["writable"] = os.geteuid() == 0 and os.access(cpufreq / "scaling_max_freq", os.W_OK)
+    if info["min_ghz"] is None or info["max_ghz"] is None or info["min_ghz"] >= info["max_ghz"]:
+        return {**info, "reason": f"{cpufreq}: no range of frequencies to choose from "
+                                  f"(min {info['min_ghz']}, max {info['max_ghz']} GHz)"}
+    if info["slurm_job"]:
+        method = "slurm"
+    elif info["writable"]:
+        method = "cpupower" if info["cpupower"] else "sysfs"
+    else:
+        return {**info, "reason": f"{cpufreq}/scaling_max_freq is not writable: run as root "
+                                  "or inside a Slurm job (srun --cpu-freq)"}
+    return {**info, "can_set": True, "method": method,
+            "reason": f"{method} sets {info['min_ghz']:g}-{info['max_ghz']:g} GHz "
+                      f"(driver {info['driver']}, governor {info['governor']})"}
+
+
+def _read_cpufreq(cpufreq: Path) -> dict:
+    """The driver's frequencies (kHz in sysfs) in GHz."""
+    def read(name: str) -> str | None:
+        with contextlib.suppress(OSError):
+            return (cpufreq / name).read_text().strip()
+        return None
+
+    def ghz(name: str) -> float | None:
+        text = read(name)
+        try:
+            return float(text) / KHZ_PER_GHZ if text else None
+        except ValueError:
+            raise ApmtError(f"{cpufreq / name}: {text!r} is not a frequency in kHz") from None
+
+    listed = (read("scaling_available_frequencies") or "").split()
+    try:
+        frequencies = sorted(float(khz) / KHZ_PER_GHZ for khz in listed)
+    except ValueError:
+        raise ApmtError(f"{cpufreq / 'scaling_available_frequencies'}: {listed!r} is not a "
+                        "list of frequencies in kHz") from None
+    low = ghz("cpuinfo_min_freq") or ghz("scaling_min_freq")
+    high = ghz("cpuinfo_max_freq") or ghz("scaling_max_freq")
+    return {"frequencies_ghz": frequencies,
+            "min_ghz": frequencies[0] if frequencies else low,
+            "max_ghz": frequencies[-1] if frequencies else high,
+            "current_ghz": ghz("scaling_cur_freq"), "driver": read("scaling_driver"),
+            "governor": read("scaling_governor")}
+
+
+def lower_frequency(control: dict, requested: float | None = None) -> float:
+    """The frequency of the refinement run: ``requested``, or the available one nearest 2/3
+    of the highest (the paper's 3 -> 2 GHz), at least the lowest."""
+    low, high = control["min_ghz"], control["max_ghz"]
+    if requested is not None:
+        if not low <= requested < high:
+            raise ApmtError(f"settings: field 'lower_frequency_ghz' is {requested!r}; this "
+                            f"machine sets {low:g} to {high:g} GHz (below the highest)")
+        return float(requested)
+    wanted = max(low, high * LOWER_FREQUENCY_STEP)
+    listed = [f for f in control["frequencies_ghz"] if f < high]
+    return float(min(listed, key=lambda f: abs(f - wanted))) if listed else round(wanted, 3)
+
+
+def cpu_freq_option(ghz: float) -> str:
+    """Slurm's option for a job step at this frequency (Slurm takes kHz)."""
+    return f"--cpu-freq={round(ghz * KHZ_PER_GHZ)}"
+
+
+@contextlib.contextmanager
+def pinned_frequency(ghz: float, control: dict | None = None) -> Iterator[dict]:
+    """Run the body with every CPU's frequency held at ``ghz`` (scaling min = max), with
+    cpupower or by writing sysfs, and restore the previous limits afterwards."""
+    control = frequency_control() if control is None else control
+    if not control["can_set"] or not control["writable"]:
+        why = control["reason"] if not control["can_set"] else (
+            f"in Slurm job {control['slurm_job']} the frequency is set per job step: run it "
+            f"with srun {cpu_freq_option(ghz)}")
+        raise ApmtError(f"cannot pin the CPU frequency at {ghz:g} GHz: {why}")
+    if not control["min_ghz"] <= ghz <= control["max_ghz"]:
+        raise ApmtError(f"cannot pin the CPU frequency at {ghz:g} GHz: this machine sets "
+                        f"{control['min_ghz']:g} to {control['max_ghz']:g} GHz")
+    cpus = sorted(Path(control["sysfs"]).parent.parent.glob("cpu[0-9]*/cpufreq"))
+    saved = {cpu: (_khz(cpu / "scaling_min_freq"), _khz(cpu / "scaling_max_freq")) for cpu in cpus}
+    khz = round(ghz * KHZ_PER_GHZ)
+    _set_limits(control, saved, {cpu: (khz, khz) for cpu in cpus})
+    try:
+        yield {**control, "current_ghz": ghz}
+    finally:
+        _set_limits(control, {cpu: (khz, khz) for cpu in cpus}, saved)
+
+
+def _khz(path: Path) -> int:
+    return int(path.read_text().strip())
+
+
+def _set_limits(control: dict, current: dict, wanted: dict) -> None:
+    """Move each CPU's (min, max) in kHz without ever writing min above max."""
+    if control["method"] == "cpupower":
+        lows, highs = {v[0] for v in wanted.values()}, {v[1] for v in wanted.values()}
+        if len(lows) == 1 and len(highs) == 1:
+            _cpupower("-d", f"{lows.pop()}kHz", "-u", f"{highs.pop()}kHz")
+            return
+    for cpu, (low, high) in wanted.items():
+        order = [("scaling_max_freq", high), ("scaling_min_freq", low)]
+        if high < current[cpu][0]:
+            order.reverse()
+        for name, value in order:
+            try:
+                (cpu / name).write_text(f"{value}\n")
+            except OSError as error:
+                raise ApmtError(f"{cpu / name}: cannot write {value} kHz ({error})") from None
+
+
+def _cpupower(*args: str) -> None:
+    command = ["cpupower", "-c", "all", "frequency-set", *args]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ApmtError(f"{' '.join(command)} failed: {done.stderr.strip() or done.stdout}")
+
+
+# ------------------------------------------------------------ CPI_core and BF_mem (Eq. 5)
+
+def frequency_points(measurements: pd.DataFrame, machine: dict) -> pd.DataFrame:
+    """Per kernel, P and frequency: CPI and T_mem, the input of solve_frequency.
+
+    ``measurements`` is a measurements table (apmt.tables) with a column ``frequency_ghz``
+    (the run's clock) and the counters instructions, cycles, l1_hits, l2_hits, llc_hits and
+    llc_misses. T_mem is memory latency in cycles per instruction, Eq. 3 divided by the
+    instructions: caches are clocked with the core, so their latencies in cycles are the
+    machine file's at any frequency; memory's latency is fixed in ns, so its cycles scale with
+    the frequency. Columns: kernel, p, frequency_ghz, cpi, t_mem.
+    """
+    if "frequency_ghz" not in measurements.columns:
+        raise ApmtError("frequency runs: missing column 'frequency_ghz' (the clock of each run)")
+    means = points(measurements, ["frequency_ghz"])
+    wide = means.pivot_table(index=["kernel", "p", "frequency_ghz"], columns="metric",
+                             values="value").reset_index()
+    missing = [name for name in FREQUENCY_INPUTS if name not in wide.columns]
+    if missing:
+        raise ApmtError(f"frequency runs: no {missing[0]!r} counter (Eq. 5 needs "
+                        f"{', '.join(FREQUENCY_INPUTS)})")
+    latency = machine["latency_cycles"]
+    memory_ns = (machine.get("latency_ns") or {}).get(
+        "memory", latency["memory"] / float(machine["frequency_ghz"]))
+    cycles = sum(wide[metric] * latency[level] for metric, level in CACHE_LEVELS.items())
+    cycles = cycles + wide["llc_misses"] * memory_ns * wide["frequency_ghz"]
+    wide["cpi"] = wide["cycles"] / wide["instructions"]
+    wide["t_mem"] = cycles / wide["instructions"]
+    return wide[["kernel", "p", "frequency_ghz", "cpi", "t_mem"]].dropna()
+
+
+def solve_frequency(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per kernel, least squares of CPI = CPI_core + BF_mem * T_mem over its runs.
+
+    ``runs`` has columns kernel, frequency_ghz, cpi, t_mem (see frequency_points). Returns,
+    per kernel: frequencies (distinct clocks), cpi_core (intercept), bf_mem (slope),
+    residual (root mean square of the CPI residuals over the mean CPI; 0 with two runs),
+    sane (BF_mem within [0, 1.5] and CPI_core > 0), note (why not sane, or why not solved).
+    """
+    missing = [c for c in ("kernel", "frequency_ghz", "cpi", "t_mem") if c not in runs.columns]
+    if missing:
+        raise ApmtError(f"frequency runs: missing column {missing[0]!r}")
+    rows = [_solve_kernel(kernel, group) for kernel, group in runs.groupby("kernel", sort=True)]
+    columns = ["kernel", "frequencies", "cpi_core", "bf_mem", "residual", "sane", "note"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _solve_kernel(kernel: str, runs: pd.DataFrame) -> dict:
+    frequencies = int(runs["frequency_ghz"].nunique())
+    t_mem, cpi = runs["t_mem"].to_numpy(float), runs["cpi"].to_numpy(float)
+    result = {"kernel": kernel, "frequencies": frequencies, "cpi_core": np.nan,
+              "bf_mem": np.nan, "residual": np.nan, "sane": False}
+    spread = np.ptp(t_mem) if len(t_mem) else 0.0
+    if frequencies < 2 or spread <= 1e-9 * max(np.abs(t_mem).max(initial=0.0), 1e-300):
+        why = "fewer than 2 frequencies" if frequencies < 2 else \
+            "T_mem does not change with the frequency (no memory accesses)"
+        return {**result, "note": f"not solved: {why}"}
+    design = np.column_stack([np.ones_like(t_mem), t_mem])
+    (core, blocking), *_ = np.linalg.lstsq(design, cpi, rcond=None)
+    residual = float(np.sqrt(np.mean((design @ [core, blocking] - cpi) ** 2)) / cpi.mean())
+    problems = [text for bad, text in (
+        (not BF_MEM_RANGE[0] <= blocking <= BF_MEM_RANGE[1],
+         f"BF_mem {blocking:.3g} outside [{BF_MEM_RANGE[0]:g}, {BF_MEM_RANGE[1]:g}]"),
+        (core <= 0, f"CPI_core {core:.3g} is not positive")) if bad]
+    return {**result, "cpi_core": float(core), "bf_mem": float(blocking), "residual": residual,
+            "sane": not problems, "note": "; ".join(problems) or "solved"}
+
+
+def apply_frequency_solution(model: dict, solution: pd.DataFrame) -> dict:
+    """A copy of the model whose kernels take the solved CPI_core (as their ``cpi``) and
+    BF_mem; kernels without a sane solution keep their first parameters, and the notes say
+    which. ``model["cpi"][kernel]["bf_mem"]`` replaces the stall-cycle term only once
+    apmt.model reads it (see the refinement's report)."""
+    if not model.get("cpi"):
+        raise ApmtError("refinement: the model has no CPI per kernel (time-only): nothing "
+                        "to apply the frequency solution to")
+    refined = copy.deepcopy(model)
+    applied, kept = [], []
+    for row in solution.itertuples():
+        entry = refined["cpi"].get(row.kernel)
+        if entry is None:
+            continue
+        if not row.sane:
+            kept.append(f"{row.kernel} ({row.note})")
+            continue
+        entry["refined"] = {"method": "lower frequency (paper 000, Eq. 5)",
+                            "cpi_before": entry["cpi"], "residual": row.residual}
+        entry["cpi"], entry["bf_mem"] = row.cpi_core, row.bf_mem
+        applied.append(f"{row.kernel}: CPI_core {row.cpi_core:.3g}, BF_mem {row.bf_mem:.3g}")
+    refined["notes"] = [*refined.get("notes", []),
+                        *(["refined at a lower frequency: " + "; ".join(applied)] if applied
+                          else []),
+                        *(["kept the first CPI of " + "; ".join(kept)] if kept else [])]
+    return refined

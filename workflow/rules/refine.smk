@@ -1,0 +1,64 @@
+# Stage 2, for profiled studies: validate each round's model on its held-out runs and decide
+# (a checkpoint: what runs next depends on it) whether to refine, as paper 000 does. A
+# communication error above the tolerance adds P where the model is least certain, one to
+# refit and one beyond to validate, and the next round extracts and validates again; a
+# computation error asks for a rerun at a lower CPU frequency, which a machine that cannot
+# change its frequency records instead. Rounds and new P are bounded by the refine budget.
+# The last round's tables become the study's.
+
+
+checkpoint refine_round:
+    input:
+        measurements="results/{study}/rounds/r{round}/measurements.csv",
+        comm=round_comm,
+        previous=previous_decisions,
+    output:
+        validation="results/{study}/rounds/r{round}/validation.json",
+        evaluation="results/{study}/rounds/r{round}/evaluation.csv",
+        decision="results/{study}/rounds/r{round}/decision.json",
+    wildcard_constraints:
+        study=study_pattern(PROFILED),
+    params:
+        comm=comm_option,
+        holdout=holdout,
+        params=param_options,
+        app_kernel=app_kernel_option,
+        tolerance=config["tolerance"],
+        refine=refine_options,
+    log:
+        "logs/{study}/refine/r{round}.log",
+    conda:
+        "../envs/apmt.yaml"
+    shell:
+        "apmt refine round {input.measurements} {params.comm} --holdout {params.holdout:q}"
+        " {params.params} {params.app_kernel} --tolerance {params.tolerance} {params.refine}"
+        " --validation {output.validation} --evaluation {output.evaluation}"
+        " -o {output.decision} > {log} 2>&1"
+
+
+rule study_tables:
+    input:
+        measurements=final_round_table("measurements.csv"),
+        comm=final_round_table("comm.csv"),
+        provenance=final_round_table("measurements.csv.provenance.json"),
+        decisions=decisions,
+    output:
+        measurements="results/{study}/measurements.csv",
+        comm="results/{study}/comm.csv",
+        provenance="results/{study}/measurements.csv.provenance.json",
+        refinement=report(
+            "results/{study}/refinement.json",
+            caption="../report/refinement.rst",
+            category="Refinement",
+            labels={"study": "{study}", "table": "refinement"},
+        ),
+    wildcard_constraints:
+        study=study_pattern(PROFILED),
+    log:
+        "logs/{study}/tables.log",
+    conda:
+        "../envs/apmt.yaml"
+    shell:
+        "apmt refine finish {input.decisions} --tables {input.measurements} {input.comm}"
+        " {input.provenance} --out-tables {output.measurements} {output.comm}"
+        " {output.provenance} -o {output.refinement} > {log} 2>&1"
