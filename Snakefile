@@ -26,6 +26,7 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/predict.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/diagnose.smk"
+include: "workflow/rules/artifact.smk"
 
 
 rule all:

@@ -187,6 +187,9 @@ def _add_profile(commands: argparse._SubParsersAction, common: argparse.Argument
                           "extraction, as the workflow does)")
     sub.add_argument("--summary", type=Path, metavar="FILE.json",
                      help="write what became of each run (status, wall time, folder) here")
+    sub.add_argument("--stored-only", action="store_true",
+                     help="run nothing: take the stored runs (a rebuild from raw profiles); "
+                          "a missing run fails")
     sub.set_defaults(run=run_profile)
 
 
@@ -367,7 +370,13 @@ def _load_profiled_study(args: argparse.Namespace):
 
 def run_profile(args: argparse.Namespace) -> int:
     """Run a study's runs (skipping finished ones) and extract its tables; 1 if a run failed."""
-    from apmt.collect.runner import check_runnable, describe_plan, plan, run_study
+    from apmt.collect.runner import (
+        check_runnable,
+        describe_plan,
+        plan,
+        run_study,
+        stored_runs,
+    )
 
     study, machine, backends = _load_profiled_study(args)
     if args.dry_run:
@@ -375,8 +384,13 @@ def run_profile(args: argparse.Namespace) -> int:
         for planned in plan(study, args.results, backends, launcher):
             print(describe_plan(planned))
         return 0
-    records = run_study(study, args.results, backends,
-                        report=lambda record: print(record.line(), flush=True))
+    if args.stored_only:
+        records = stored_runs(study, args.results, backends)
+        for record in records:
+            print(record.line())
+    else:
+        records = run_study(study, args.results, backends,
+                            report=lambda record: print(record.line(), flush=True))
     if args.summary is not None:
         write_text_atomic(json.dumps([record.summary() for record in records], indent=1)
                           + "\n", args.summary)

@@ -170,6 +170,52 @@ def test_predictions_carry_intervals_and_the_imported_study_is_accurate(batch) -
     assert median["apmt"] < median["amdahl"], median
 
 
+def test_the_diagnosis_is_in_the_results_as_text_and_html(batch) -> None:
+    folder, _ = batch
+    text = (folder / "results/ring/diagnosis.txt").read_text()
+    page = (folder / "results/ring/diagnosis.html").read_text()
+    assert all(len(line) <= 100 for line in text.splitlines())
+    for title in ("Validity of the measurements", "Strong scaling", "Kernel ranking across "
+                  "scales", "Load imbalance"):
+        assert f"== {title} " in text and title in page, title
+    assert "relax" in text and "relax" in page
+    # the runs beyond the 2 cores are named as oversubscribed, where the imbalance is judged
+    assert "oversubscribed the cores" in text
+
+
+def test_the_artifact_rebuilds_identically_from_the_stored_runs_alone(batch, ring: Path
+                                                                     ) -> None:
+    """Every table, model, decision and figure again from results/raw/ only, with the
+    application gone: the manifest of checksums is the same."""
+    folder, _ = batch
+    config_file = folder / "config" / "config.yaml"
+    config = yaml.safe_load(config_file.read_text())
+    del config["studies"]["broken"]
+    config_file.write_text(yaml.safe_dump(config))
+    first = subprocess.run(snakemake_command("--cores", "2", "artifact"), cwd=folder,
+                           capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    manifest = folder / "results/artifact/manifest.tsv"
+    published = manifest.read_text()
+    listed = [line.split("\t")[0] for line in published.splitlines()[1:]]
+    for name in ("results/ring/model.json", "results/ring/figures/scaling.png",
+                 "results/ring/rounds/r1/decision.json", "results/relearn/diagnosis.html"):
+        assert name in listed, listed
+    hidden = ring.with_name("ring.hidden")
+    ring.rename(hidden)
+    try:
+        rebuild = subprocess.run(
+            snakemake_command("--cores", "2", "--forceall", "--config", "stored_runs_only=true",
+                              "--", "artifact"),
+            cwd=folder, capture_output=True, text=True, timeout=900)
+    finally:
+        hidden.rename(ring)
+    output = rebuild.stdout + rebuild.stderr
+    assert rebuild.returncode == 0, output
+    assert "rule profile_p:" in output and "--stored-only" in output
+    assert manifest.read_text() == published
+
+
 def test_a_job_killed_midway_is_redone_alone(ring: Path, tmp_path: Path) -> None:
     """Interrupt Snakemake and its jobs (Ctrl-C: SIGINT to the process group) while a
     profiling job runs; the next run redoes that job only, and the raw runs that had finished

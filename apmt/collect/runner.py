@@ -329,6 +329,29 @@ def run_study(study: Study, results_dir: str | Path, backends: list[Backend],
     return records
 
 
+def stored_runs(study: Study, results_dir: str | Path,
+                backends: list[Backend]) -> list[RunRecord]:
+    """The records of the study's stored runs, running nothing (``apmt profile
+    --stored-only``: a paper artifact rebuilt from raw profiles alone, where the application
+    and the launcher may not even be installed); a missing run is a failed record."""
+    records = []
+    for run in study.runs():
+        for index, backend in enumerate(backend_passes(backends)):
+            if not needs_pass(run, backend):
+                continue
+            run_dir = (raw_dir(Path(results_dir), study) / pass_name(run, index)).absolute()
+            stored = (run_dir / DONE).exists()
+            info = (read_run_json(run_dir) or {}) if stored else {}
+            records.append(RunRecord(
+                run=run_dir.name, run_dir=run_dir, p=run.p, params=dict(run.params),
+                rep=run.rep, pass_index=index, backend=_backend_name(backend),
+                status="skipped" if stored else "failed",
+                error=None if stored else "not stored, and --stored-only runs nothing",
+                wall_time_s=info.get("wall_time_s"), exit_status=info.get("exit_status"),
+                oversubscribed=bool(info.get("oversubscribed")), info=info))
+    return records
+
+
 def _run_one(study: Study, planned: Planned, versions: dict) -> RunRecord:
     run_dir = planned.run_dir
     if (run_dir / DONE).exists():

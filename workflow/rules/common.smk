@@ -130,11 +130,19 @@ def mpi_resource(wildcards) -> str:
     return study_launcher(wildcards.study) if int(wildcards.p) > 1 else ""
 
 
+def stored_option(wildcards) -> str:
+    return "--stored-only" if config["stored_runs_only"] else ""
+
+
 def profile_setup_files(wildcards) -> list[str]:
     """The files the study copies into every run (its `setup`, relative to the study file)."""
     study = Path(profile_study_file(wildcards))
     setup = (yaml.safe_load(study.read_text()) or {}).get("setup") or []
     return [str(study.parent / name) for name in setup]
+
+
+def artifact_studies() -> list[str]:
+    return [f"results/{study}" for study in STUDIES]
 
 
 # --- refinement -----------------------------------------------------------------------------

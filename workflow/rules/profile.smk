@@ -21,13 +21,15 @@ rule profile_p:
         mpi=mpi_resource,
         # under Slurm: one CPU per rank (threads above only keeps a local run to itself)
         cpus_per_task=1,
+    params:
+        stored=stored_option,
     log:
         "logs/{study}/profile/p{p}.log",
     conda:
         "../envs/apmt.yaml"
     shell:
         "apmt profile {input.study:q} --p {wildcards.p} --no-extract --summary {output.runs}"
-        " --results results > {log} 2>&1"
+        " {params.stored} --results results > {log} 2>&1"
 
 
 rule extract_round:
