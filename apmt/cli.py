@@ -190,6 +190,10 @@ def _add_profile(commands: argparse._SubParsersAction, common: argparse.Argument
     sub.add_argument("--stored-only", action="store_true",
                      help="run nothing: take the stored runs (a rebuild from raw profiles); "
                           "a missing run fails")
+    sub.add_argument("--frequency", type=_positive, metavar="GHZ",
+                     help="refinement's rerun of one P (--p) at this lower CPU frequency, in "
+                          "run folders of its own (p4_r1_f2000MHz); pinned locally, set by "
+                          "sbatch --cpu-freq in a Slurm job")
     sub.set_defaults(run=run_profile)
 
 
@@ -208,6 +212,12 @@ def _add_extract(commands: argparse._SubParsersAction, common: argparse.Argument
     _add_p_option(sub)
     sub.add_argument("-o", "--output-dir", type=Path, metavar="DIR",
                      help="where the tables go (default: DIR/<study>/)")
+    sub.add_argument("--frequency", type=_positive, metavar="GHZ",
+                     help="with --p P and --frequency-table: P's runs and its runs at this "
+                          "frequency, with a column frequency_ghz (refinement's Eq. 5)")
+    sub.add_argument("--frequency-table", type=Path, metavar="FREQUENCY.csv",
+                     help="where the table of --frequency goes (its sidecar: whether the "
+                          "frequency changed)")
     sub.set_defaults(run=run_extract)
 
 
@@ -230,6 +240,9 @@ def _add_fit(commands: argparse._SubParsersAction, common: argparse.ArgumentPars
     sub = commands.add_parser("fit", parents=[common], help="measurements -> model.json")
     sub.add_argument("measurements", type=Path, metavar="MEASUREMENTS.csv")
     _add_model_options(sub)
+    sub.add_argument("--frequency-solution", type=Path, metavar="SOLUTION.csv",
+                     help="an accepted refinement's CPI_core and BF_mem per kernel (apmt "
+                          "refine round --frequency-solution)")
     sub.add_argument("-o", "--output", type=Path, required=True, metavar="model.json")
     sub.set_defaults(run=run_fit)
 
@@ -301,6 +314,12 @@ def _add_refine(commands: argparse._SubParsersAction, common: argparse.ArgumentP
                      help="frequency of the computation rerun (default: the lowest offered)")
     sub.add_argument("--previous", type=Path, nargs="+", default=[], metavar="DECISION.json",
                      help="the earlier rounds' decisions (their runs count against the budget)")
+    sub.add_argument("--frequency-table", type=Path, metavar="FREQUENCY.csv",
+                     help="the lower-frequency rerun the previous round asked for (apmt "
+                          "extract --frequency): solve Eq. 5 per kernel from it")
+    sub.add_argument("--frequency-solution", type=Path, metavar="SOLUTION.csv",
+                     help="write the per-kernel CPI_core and BF_mem here (only a header "
+                          "without --frequency-table)")
     sub.add_argument("--validation", type=Path, required=True, metavar="validation.json")
     sub.add_argument("--evaluation", type=Path, required=True, metavar="evaluation.csv",
                      help="the model's errors at the held-out points")
@@ -379,6 +398,8 @@ def run_profile(args: argparse.Namespace) -> int:
     )
 
     study, machine, backends = _load_profiled_study(args)
+    if args.frequency is not None:
+        return _profile_at_frequency(args, study, backends)
     if args.dry_run:
         launcher = check_runnable(study, args.results, backends, dry_run=True)
         for planned in plan(study, args.results, backends, launcher):
@@ -391,22 +412,60 @@ def run_profile(args: argparse.Namespace) -> int:
     else:
         records = run_study(study, args.results, backends,
                             report=lambda record: print(record.line(), flush=True))
+    failed = _summarize(args, records)
+    if len(failed) < len(records) and not args.no_extract:
+        _extract_and_describe(args.results, study, backends, machine, None)
+    return 1 if failed else 0
+
+
+def _summarize(args: argparse.Namespace, records: list) -> list:
+    """Write the --summary file; the failed records (said on stderr)."""
     if args.summary is not None:
         write_text_atomic(json.dumps([record.summary() for record in records], indent=1)
                           + "\n", args.summary)
     failed = [record for record in records if not record.ok]
-    if len(failed) < len(records) and not args.no_extract:
-        _extract_and_describe(args.results, study, backends, machine, None)
     if failed:
         print(f"{len(failed)} of {len(records)} runs failed", file=sys.stderr)
-        return 1
-    return 0
+    return failed
+
+
+def _one_p(args: argparse.Namespace, option: str) -> int:
+    if not args.p_values or len(args.p_values) != 1:
+        raise ApmtError(f"{option}: give exactly one P with --p (given: {args.p_values})")
+    return args.p_values[0]
+
+
+def _profile_at_frequency(args: argparse.Namespace, study, backends) -> int:
+    """Refinement's rerun of one P at a lower frequency; its tables are `apmt extract
+    --frequency`'s, so nothing is extracted here."""
+    from apmt.collect.frequency import run_at_frequency
+
+    _one_p(args, "--frequency")
+    if args.dry_run or args.stored_only:
+        raise ApmtError("--frequency: runs at a lower frequency take neither --dry-run nor "
+                        "--stored-only")
+    records = run_at_frequency(study, args.results, backends, args.frequency,
+                               report=lambda record: print(record.line(), flush=True))
+    for reason in sorted({r.info.get("frequency_reason") for r in records} - {None}):
+        print(f"frequency {args.frequency:g} GHz: {reason}")
+    return 1 if _summarize(args, records) else 0
 
 
 def run_extract(args: argparse.Namespace) -> None:
     """Tables from the finished runs only: nothing is run."""
     study, machine, backends = _load_profiled_study(args)
-    _extract_and_describe(args.results, study, backends, machine, args.output_dir)
+    if (args.frequency is None) != (args.frequency_table is None):
+        raise ApmtError("--frequency and --frequency-table go together")
+    if args.frequency is None:
+        _extract_and_describe(args.results, study, backends, machine, args.output_dir)
+        return
+    from apmt.collect.frequency import extract_frequency
+
+    table = extract_frequency(args.results, study, _one_p(args, "--frequency"),
+                              args.frequency, backends, args.frequency_table)
+    clocks = ", ".join(f"{ghz:g}" for ghz in sorted(table["frequency_ghz"].unique()))
+    print(f"{args.frequency_table}: {describe_table(table, 'measurements')}, clocks {clocks} "
+          "GHz")
 
 
 def _extract_and_describe(results: Path, study, backends, machine, out_dir: Path | None) -> None:
@@ -490,6 +549,9 @@ def run_fit(args: argparse.Namespace) -> None:
     table, params, per_rank = _read_with_params(args, args.measurements, "measurements")
     comm, options = _model_inputs(args, params, per_rank)
     model = build_model(table, params, source=str(args.measurements), comm=comm, **options)
+    if args.frequency_solution is not None:
+        from apmt.refine import apply_frequency_solution
+        model = apply_frequency_solution(model, pd.read_csv(args.frequency_solution))
     model["provenance"] = _fit_provenance(args, table, params, options["machine"])
     save_model(model, args.output)
     log.info("wrote %s", args.output)
@@ -537,7 +599,8 @@ def _fit_provenance(args: argparse.Namespace, table: pd.DataFrame, params: list[
     from apmt.model import provenance
     from apmt.series import points
 
-    inputs = [args.measurements, *([args.comm] if args.comm else [])]
+    inputs = [args.measurements, *([args.comm] if args.comm else []),
+              *([args.frequency_solution] if args.frequency_solution else [])]
     if args.machine and Path(args.machine).is_file():
         inputs.append(Path(args.machine))
     extra = {
@@ -718,16 +781,41 @@ def run_refine_round(args: argparse.Namespace) -> None:
     model = build_model(table, params, source=str(args.table), comm=comm, **options)
     previous = [_read_json(path) for path in args.previous]
     settings = {"candidates": args.candidates, "max_p": args.max_p,
-                "lower_frequency_ghz": args.lower_frequency}
+                "lower_frequency_ghz": args.lower_frequency,
+                "frequency_done": next((d["round"] for d in previous
+                                        if d.get("action") == "lower_frequency"), None)}
     decision = plan_round(validation, model, sorted(table["p"].unique()), args.round,
                           {"max_rounds": args.max_rounds, "max_runs": args.max_runs}, settings,
                           frequency_control(), runs_used=runs_asked(previous))
     decision["base_p"] = args.base_p
     decision["validation"] = validation
+    _frequency_outcome(args, decision)
     write_table(rows, args.evaluation)
     write_text_atomic(json.dumps(validation, indent=1) + "\n", args.validation)
     write_text_atomic(json.dumps(decision, indent=1, default=float) + "\n", args.output)
     print(f"round {args.round}: {decision['action']}: {decision['reason']}")
+
+
+def _frequency_outcome(args: argparse.Namespace, decision: dict) -> None:
+    """The lower-frequency rerun's solution into --frequency-solution, and into the decision
+    whether the model takes it (apmt.refine.judge_frequency)."""
+    from apmt.collect.frequency import frequency_sidecar
+    from apmt.machine import load_machine
+    from apmt.refine import SOLUTION_COLUMNS, judge_frequency
+
+    if args.frequency_table is None:
+        if args.frequency_solution is not None:
+            write_table(pd.DataFrame(columns=SOLUTION_COLUMNS), args.frequency_solution)
+        return
+    if args.frequency_solution is None:
+        raise ApmtError("--frequency-table needs --frequency-solution (where the solution goes)")
+    table = read_table(args.frequency_table, "measurements")
+    record = _read_json(frequency_sidecar(args.frequency_table))
+    solution, outcome = judge_frequency(table, record, load_machine)
+    write_table(solution, args.frequency_solution)
+    decision["frequency_solution"] = {"file": str(args.frequency_solution), **outcome}
+    decision["keeps_model"] = not outcome["accepted"]
+    decision["reason"] = f"lower-frequency rerun: {outcome['reason']}. {decision['reason']}"
 
 
 def _read_json(path: Path) -> dict:

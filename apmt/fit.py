@@ -531,9 +531,10 @@ def _design_groups(hypotheses: tuple[Hypothesis, ...], values: dict[str, np.ndar
                    primary: str) -> list[tuple[list[Hypothesis], np.ndarray, np.ndarray]]:
     """Hypotheses grouped by form and size, with their designs at the points and where users
     extrapolate (the primary variable up to 100x). Series measured at the same points (all
-    call paths of one experiment) share them, so they are computed once."""
-    key = (hypotheses[-1], len(hypotheses), primary,
-           *((k, v.tobytes()) for k, v in values.items()))
+    call paths of one experiment) share them, so they are computed once. The key holds every
+    hypothesis: the pairs depend on each series' values, and two pair sets can share their
+    last member and size."""
+    key = (hypotheses, primary, *((k, v.tobytes()) for k, v in values.items()))
     if key not in _DESIGN_CACHE:
         if len(_DESIGN_CACHE) > 64:
             _DESIGN_CACHE.clear()

@@ -8,7 +8,9 @@ Counter mode (a kernel with ``instructions`` and ``cycles``, and a machine file)
         (Eq. 4) reported;
     T_mem_i  = (l1_hits*L1 + l2_hits*L2 + llc_hits*LLC + memory_accesses*MEM) / f, with
         memory_accesses = llc_misses;
-    BF_mem_i = T_stall_i / T_mem_i, so BF_mem_i * T_mem_i = stall_cycles_i(P) / f.
+    BF_mem_i = T_stall_i / T_mem_i, so BF_mem_i * T_mem_i = stall_cycles_i(P) / f; a kernel
+        refined at a lower frequency (cpi[kernel]["bf_mem"], apmt.refine) takes its solved
+        BF_mem times T_mem instead.
 Time mode (most real data, which has only ``time``): a kernel's time is its own fit, and the
 model says so. Values are per rank, so Eq. 2's division by P is already done.
 
@@ -264,12 +266,14 @@ def _memory_rows(model: dict, targets: pd.DataFrame, values: dict) -> list[pd.Da
         return []
     frames = []
     nan = np.full(len(values["p"]), np.nan)
-    for kernel in model["cpi"]:
+    for kernel, entry in model["cpi"].items():
         total = memory_time(model, kernel, values)
         stalls = _fit_of(model, kernel, "stall_cycles")
-        if total is None or stalls is None:
+        if total is None or (stalls is None and entry.get("bf_mem") is None):
             continue
-        blocking = stalls.predict(values)[0] / hertz(model["machine"]) / total
+        blocking = np.full(len(values["p"]), float(entry["bf_mem"])) \
+            if entry.get("bf_mem") is not None else \
+            stalls.predict(values)[0] / hertz(model["machine"]) / total
         for metric, value in (("mem_total_time", total), ("bf_mem", blocking)):
             frames.append(_rows(targets, model["params"], kernel, metric, value, nan, nan))
     return frames
@@ -367,8 +371,13 @@ def _kernel_time(model: dict, kernel: str, values: dict) -> dict[str, tuple[np.n
     instructions = _fit_of(model, kernel, "instructions").predict(values)
     cpi = model["cpi"][kernel]["cpi"]
     result = {"comp_time": tuple(b * cpi / frequency for b in instructions)}
+    blocking = model["cpi"][kernel].get("bf_mem")
+    total = memory_time(model, kernel, values) if blocking is not None else None
     stalls = _fit_of(model, kernel, "stall_cycles")
-    if stalls is not None:
+    if total is not None:
+        # refined at a lower frequency (Eq. 5): BF_mem * T_mem, with the instructions' bounds
+        result["mem_time"] = tuple(blocking * total * b / instructions[0] for b in instructions)
+    elif stalls is not None:
         result["mem_time"] = tuple(b / frequency for b in stalls.predict(values))
     return result
 

@@ -22,15 +22,16 @@ import copy
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from apmt.errors import ApmtError
+from apmt.fit import SeriesFit
 from apmt.model import assemble
-from apmt.series import points
+from apmt.series import fit_points, points
 from apmt.tables import TIME_METRIC
 
 BEYOND = 4.0                 # default candidates reach this factor beyond the largest P
@@ -41,6 +42,7 @@ PART_METRICS = {None: (TIME_METRIC,), "communication": ("comm_time",),
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 KHZ_PER_GHZ = 1e6
 TIE_DECIMALS = 4             # relative widths equal to 0.01 percentage points are ties
+PSEUDO_SHIFTS = (-1.0, 1.0)   # a pseudo-run lands this many residual sigmas off the fit
 FREQUENCY_INPUTS = ("instructions", "cycles", "l1_hits", "l2_hits", "llc_hits", "llc_misses")
 CACHE_LEVELS = {"l1_hits": "l1", "l2_hits": "l2", "llc_hits": "llc"}
 
@@ -67,10 +69,8 @@ def rank_by_uncertainty(p: np.ndarray, bounds: tuple[np.ndarray, ...]) -> pd.Dat
     predicted), rank (1 = least certain).
     """
     predicted, lower, upper = (np.asarray(b, float) for b in bounds)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        width = np.where(predicted > 0, (upper - lower) / predicted, np.nan)
     table = pd.DataFrame({"p": np.asarray(p, float), "predicted": predicted, "lower": lower,
-                          "upper": upper, "uncertainty": width})
+                          "upper": upper, "uncertainty": relative_width(bounds)})
     # widths equal to 4 decimals are ties (leverage round-off); the larger P wins a tie: it
     # says more about the extrapolation
     table["tied"] = table["uncertainty"].round(TIE_DECIMALS)
@@ -78,6 +78,38 @@ def rank_by_uncertainty(p: np.ndarray, bounds: tuple[np.ndarray, ...]) -> pd.Dat
                               ignore_index=True).drop(columns="tied")
     table["rank"] = np.arange(1, len(table) + 1)
     return table
+
+
+def relative_width(bounds: tuple[np.ndarray, ...]) -> np.ndarray:
+    """(upper - lower) / predicted: the 90% interval's width relative to the prediction."""
+    predicted, lower, upper = (np.asarray(b, float) for b in bounds)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(predicted > 0, (upper - lower) / predicted, np.nan)
+
+
+def target_width_after(key: tuple, rows: pd.DataFrame, params: list[str], fit: SeriesFit,
+                       candidate: Mapping[str, np.ndarray], target: Mapping[str, np.ndarray],
+                       per_rank: frozenset[str] = frozenset()) -> float:
+    """The expected relative 90% interval at the target (its worst point) once a run is
+    added at the candidate points: the mean over that run landing one residual sigma above
+    and below the current fit's prediction.
+
+    Active learning's expected variance reduction with the fit engine's own refit and
+    intervals: a run helps where it narrows the prediction the user asked for, not where the
+    model is merely least certain (that is nearly always the farthest P). A noise-free
+    pseudo-run would favour points next to the measured ones, where it only shrinks the
+    cross-validated error. choose_p does not use it: benchmarks/refinement.py measured it
+    no better than fixed choices.
+    """
+    pseudo = pd.DataFrame({k: np.asarray(v, float) for k, v in candidate.items()})
+    predicted = fit.predict(dict(candidate))[0]
+    widths = []
+    for shift in PSEUDO_SHIFTS:
+        pseudo["value"] = predicted * np.exp(shift * fit.sigma)
+        refit = fit_points(key, pd.concat([rows, pseudo], ignore_index=True), params,
+                           "refinement", per_rank)
+        widths.append(np.nanmax(relative_width(refit.predict(dict(target)))))
+    return float(np.mean(widths))
 
 
 def part_bounds(model: dict, values: dict[str, np.ndarray],
@@ -167,7 +199,8 @@ def plan_round(validation: dict, model: dict, measured_p: list[float], round_ind
 
     budget: max_rounds, max_runs (refinement runs over all rounds); ``runs_used`` counts the
     runs earlier rounds asked for (see runs_asked). settings (all optional; empty or null
-    means the default): candidates (P list), max_p, lower_frequency_ghz, frequency_p.
+    means the default): candidates (P list), max_p, lower_frequency_ghz, frequency_p,
+    frequency_done (the round whose decision was lower_frequency: no second rerun).
     ``frequency_control`` is what frequency_control() says about the machine that will run
     the profiling job.
     """
@@ -218,17 +251,21 @@ def _plan_more_p(decision: dict, validation: dict, model: dict, measured_p: list
 
 def _plan_frequency(decision: dict, validation: dict, model: dict, measured_p: list[float],
                     settings: Mapping, control: dict, error: str, runs_left: int) -> dict:
+    done = settings.get("frequency_done")
     why_not = ("the model has no CPI (no cycles and instructions were measured)"
-               if not model.get("cpi") else None if control.get("can_set") else
+               if not model.get("cpi") else
+               f"the lower-frequency rerun was made in round {done}" if done is not None else
+               None if control.get("can_set") else
                f"this machine cannot change the CPU frequency ({control.get('reason')})")
     if why_not:
-        # the frequency rerun is impossible; more P are the lever left: the kernels' fits
-        # get points where they are least certain, as for communication
+        # the frequency rerun is impossible (or made); more P are the lever left: the
+        # kernels' fits get points where they are least certain, as for communication
         more = _plan_more_p(decision, validation, model, measured_p, settings, runs_left,
                             error)
-        return {**more, "keeps_model": True, "frequency_skipped": why_not,
-                "reason": f"{error}, from computation; no lower-frequency rerun: {why_not}, so "
-                          f"the CPI parameters stay as they are. "
+        return {**more, "keeps_model": done is None, "frequency_skipped": why_not,
+                "reason": f"{error}, from computation; no lower-frequency rerun: {why_not}"
+                          + (", so the CPI parameters stay as they are. " if done is None
+                             else ". ")
                           + (f"Instead: {more['reason']}" if more["action"] == "more_p"
                              else more["reason"])}
     ghz = lower_frequency(control, settings.get("lower_frequency_ghz"))
@@ -487,3 +524,59 @@ def apply_frequency_solution(model: dict, solution: pd.DataFrame) -> dict:
                           else []),
                         *(["kept the first CPI of " + "; ".join(kept)] if kept else [])]
     return refined
+
+
+# ------------------------------------------------------- the rerun's outcome (next round)
+
+SOLUTION_COLUMNS = ["kernel", "frequencies", "cpi_core", "bf_mem", "residual", "sane", "note"]
+KEPT = "the model keeps its first parameters"
+
+
+def judge_frequency(measurements: pd.DataFrame, record: Mapping,
+                    load: Callable[[str], dict]) -> tuple[pd.DataFrame, dict]:
+    """Solve Eq. 5 per kernel from the rerun's table and decide whether the model takes the
+    solution: only where the frequency really changed and some kernel's solution is sane.
+
+    ``record`` is the table's sidecar (apmt.collect.frequency.extract_frequency): changed,
+    reasons, base_ghz, lowered_ghz, requested_ghz, machine_file; ``load`` reads the machine
+    file (its latencies give T_mem). Returns the solution (SOLUTION_COLUMNS) and the outcome
+    for the decision: accepted, frequency_changed, the clocks, kernels, reason.
+    """
+    outcome = {"accepted": False, "frequency_changed": bool(record.get("changed")),
+               "frequency_reasons": list(record.get("reasons") or []),
+               **{key: record.get(key) for key in ("requested_ghz", "base_ghz", "lowered_ghz")},
+               "kernels": []}
+    solution, unsolved = _solve_or_why(measurements, record, load)
+    outcome["kernels"], outcome["not_solved"] = solution.to_dict("records"), unsolved
+    sane = solution[solution["sane"].astype(bool)] if not solution.empty else solution
+    if not outcome["frequency_changed"]:
+        why = "; ".join(outcome["frequency_reasons"]) or "no run says it changed"
+        reason = f"the machine did not change its frequency: {KEPT} ({why})"
+    elif unsolved:
+        reason = f"Eq. 5 was not solved ({unsolved}): {KEPT}"
+    elif sane.empty:
+        reason = f"no kernel's solution is sane ({_notes(solution)}): {KEPT}"
+    else:
+        outcome["accepted"] = True
+        reason = (f"clock {outcome['base_ghz']:.3g} -> {outcome['lowered_ghz']:.3g} GHz; the "
+                  f"model takes CPI_core and BF_mem of {len(sane)} of {len(solution)} kernels ("
+                  + "; ".join(f"{r.kernel}: CPI_core {r.cpi_core:.3g}, BF_mem {r.bf_mem:.3g}"
+                              for r in sane.itertuples()) + ")")
+    return solution, {**outcome, "reason": reason}
+
+
+def _solve_or_why(measurements: pd.DataFrame, record: Mapping,
+                  load: Callable[[str], dict]) -> tuple[pd.DataFrame, str | None]:
+    """The solution, or an empty one and why Eq. 5 could not be solved."""
+    empty = pd.DataFrame(columns=SOLUTION_COLUMNS)
+    if not record.get("machine_file"):
+        return empty, "the study names no machine file, whose latencies T_mem needs"
+    try:
+        return solve_frequency(frequency_points(measurements, load(record["machine_file"]))), \
+            None
+    except ApmtError as error:
+        return empty, str(error)
+
+
+def _notes(solution: pd.DataFrame) -> str:
+    return "; ".join(f"{r.kernel}: {r.note}" for r in solution.itertuples())

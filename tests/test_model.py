@@ -3,6 +3,7 @@ BF_comm on tables with a known answer, and validation on a held-out P."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,17 @@ from apmt.evaluate import validate
 from apmt.ingest import import_profiles
 from apmt.kernels import OTHERS
 from apmt.machine import hertz, load_machine
-from apmt.model import PARTS, assemble, build_model, load_model, predict, save_model
+from apmt.model import (
+    PARTS,
+    _fit_of,
+    _kernel_time,
+    assemble,
+    build_model,
+    load_model,
+    memory_time,
+    predict,
+    save_model,
+)
 from apmt.series import points
 from apmt.tables import APP_KERNEL, check_table
 
@@ -358,3 +369,27 @@ def test_time_outside_computation_and_mpi_is_modelled() -> None:
     measured = solve[2] + comm_time[2] + startup[2]
     assert parts["time"][0][0] == pytest.approx(measured, rel=0.02)
     assert parts["others_time"][0][0] == pytest.approx(startup[2], rel=0.05)
+
+
+def test_a_solved_bf_mem_replaces_the_stall_cycles(counter_model: dict, machine: dict) -> None:
+    """After a lower-frequency refinement (apmt.refine.apply_frequency_solution) a kernel's
+    memory time is BF_mem * T_mem (Eq. 2), with the instructions' relative bounds, and the
+    table reports that BF_mem; the other kernel keeps its stall cycles."""
+    model = copy.deepcopy(counter_model)
+    model["cpi"]["solve"]["bf_mem"] = 0.25
+    values = {"p": np.array([64.0, 128.0])}
+    total = memory_time(model, "solve", values)
+    instructions = _fit_of(model, "solve", "instructions").predict(values)
+    mem = _kernel_time(model, "solve", values)["mem_time"]
+    assert mem[0] == pytest.approx(0.25 * total)
+    for bound, counted in zip(mem, instructions, strict=True):
+        assert bound == pytest.approx(0.25 * total * counted / instructions[0])
+    assert _kernel_time(model, "exchange", values)["mem_time"][0] == pytest.approx(
+        _kernel_time(counter_model, "exchange", values)["mem_time"][0])
+    table = predict(model, pd.DataFrame({"p": [128]}))
+    assert kernel_row(table, "solve", "bf_mem") == pytest.approx(0.25)
+    before = app_rows(predict(counter_model, pd.DataFrame({"p": [128]})))["mem_time"]
+    stalls = _fit_of(model, "solve", "stall_cycles").predict({"p": np.array([128.0])})[0][0] \
+        / hertz(machine)
+    assert app_rows(table)["mem_time"] == pytest.approx(before - stalls + 0.25 * total[1],
+                                                        rel=1e-6)

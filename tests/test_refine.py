@@ -25,7 +25,9 @@ from apmt.refine import (
     pinned_frequency,
     plan_round,
     solve_frequency,
+    target_width_after,
 )
+from apmt.series import fit_points, point_values, points
 
 FAKE_SYSFS = Path(__file__).parent / "fixtures" / "cpufreq"
 TRAINING_P = [27, 64, 125, 216]
@@ -59,6 +61,26 @@ def test_choose_p_refits_where_the_fitted_interval_is_widest(lulesh_model: dict)
     assert runs[0]["p"] > max(TRAINING_P)
     assert runs[0]["uncertainty"] > width[128] * 1.05
     assert "least certain" in runs[0]["reason"]
+
+
+def test_target_width_after_refits_without_touching_later_fits(shared_data: Path) -> None:
+    """Relearn's series share their points: the pseudo-run's refit (P = 4 of 5, one sigma off)
+    must not lend its hypotheses to the real fit of the same points (the design cache)."""
+    table, _ = import_profiles("extrap-text", [shared_data / "relearn" / "relearn_data.txt"])
+    rows = points(table, ["n"])
+    key = ("Connectivity update", "time")
+    rows = rows[(rows["kernel"] == key[0]) & (rows["metric"] == key[1])].sort_values("p")
+    p = sorted(rows["p"].unique())
+    known, four = rows[rows["p"] <= p[2]], rows[rows["p"] <= p[3]]
+    target = point_values(rows[rows["p"] == p[4]], ["n"])
+    fit = fit_points(key, known, ["n"], "test", frozenset({"n"}))
+    width = target_width_after(key, known, ["n"], fit,
+                               point_values(rows[rows["p"] == p[3]], ["n"]), target,
+                               frozenset({"n"}))
+    assert 0 < width < np.inf
+    after = fit_points(key, four, ["n"], "test", frozenset({"n"})).predict(target)[0]
+    fresh = fit_points(key, four.iloc[::-1], ["n"], "test", frozenset({"n"})).predict(target)[0]
+    np.testing.assert_allclose(after, fresh, rtol=1e-9)
 
 
 def test_plan_round_follows_budget_and_part(lulesh_model: dict) -> None:

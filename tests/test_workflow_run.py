@@ -205,7 +205,7 @@ def test_the_artifact_rebuilds_identically_from_the_stored_runs_alone(batch, rin
     ring.rename(hidden)
     try:
         rebuild = subprocess.run(
-            snakemake_command("--cores", "2", "--forceall", "--config", "stored_runs_only=true",
+            snakemake_command("--cores", "2", "--forceall", "--config", "stored_runs_only=True",
                               "--", "artifact"),
             cwd=folder, capture_output=True, text=True, timeout=900)
     finally:

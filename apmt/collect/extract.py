@@ -61,13 +61,8 @@ def extract(results_dir: str | Path, study: Study, backends: list[Backend] | Non
     results_dir = Path(results_dir)
     if backends is None:
         backends = make_backends(study, machine)
-    runs = finished_runs(results_dir, study, backends)
-    if not runs:
-        raise ApmtError(f"{raw_dir(results_dir, study)}: no finished run of study "
-                        f"{study.name!r} to extract")
+    runs, measurements = read_measurements(results_dir, study, backends)
     source = str(raw_dir(results_dir, study))
-    measurements = check_table(_measurements(runs, backends, study), source,
-                               "measurements", study.param_names)
     communication = _communication(runs, study)
     if not communication.empty:
         communication = check_table(communication, source, "communication",
@@ -79,6 +74,19 @@ def extract(results_dir: str | Path, study: Study, backends: list[Backend] | Non
     record = provenance(study, runs, backends, machine)
     write_text_atomic(json.dumps(record, indent=1, default=str) + "\n", out / PROVENANCE)
     return measurements, communication
+
+
+def read_measurements(results_dir: Path, study: Study, backends: list[Backend]
+                      ) -> tuple[list[tuple[Run, list[Path]]], pd.DataFrame]:
+    """The finished runs and their checked measurements table; ApmtError when none has
+    finished."""
+    runs = finished_runs(results_dir, study, backends)
+    if not runs:
+        raise ApmtError(f"{raw_dir(results_dir, study)}: no finished run of study "
+                        f"{study.name!r} to extract")
+    table = check_table(_measurements(runs, backends, study), str(raw_dir(results_dir, study)),
+                        "measurements", study.param_names)
+    return runs, table
 
 
 def finished_runs(results_dir: Path, study: Study,

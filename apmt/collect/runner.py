@@ -63,6 +63,9 @@ log = logging.getLogger("apmt")
 DONE = "done"
 RUN_JSON = "run.json"
 STDOUT, STDERR = "stdout.log", "stderr.log"
+# what a run at a lowered frequency adds to run.json (apmt.collect.frequency)
+FREQUENCY_KEYS = ("frequency_ghz", "frequency_method", "frequency_changed", "frequency_reason",
+                  "cpu_mhz")
 KILL_GRACE_S = 5.0
 # lines that measuring tools, not the application, print on stderr: they do not count as
 # the application's output when deciding whether it printed anything
@@ -114,7 +117,8 @@ class RunRecord:
                 "backend": self.backend, "status": self.status, "error": self.error,
                 "wall_time_s": self.wall_time_s, "exit_status": self.exit_status,
                 "timed_out": self.timed_out, "oversubscribed": self.oversubscribed,
-                "host": self.info.get("host"), "slurm_job_id": self.info.get("slurm_job_id")}
+                "host": self.info.get("host"), "slurm_job_id": self.info.get("slurm_job_id"),
+                **{key: self.info[key] for key in FREQUENCY_KEYS if key in self.info}}
 
 
 # ---------------------------------------------------------------------------- preparation
@@ -309,18 +313,20 @@ def describe_plan(planned: Planned) -> str:
 # ------------------------------------------------------------------------------------ run
 
 def run_study(study: Study, results_dir: str | Path, backends: list[Backend],
-              report: Callable[[RunRecord], None] | None = None) -> list[RunRecord]:
+              report: Callable[[RunRecord], None] | None = None,
+              annotate: Callable[[dict], dict] | None = None) -> list[RunRecord]:
     """Run every run of the study that has not finished before; return all their records.
 
     Bad input raises ApmtError before the first run; a failing run does not raise: its
-    record says why. The caller decides the exit code.
+    record says why. The caller decides the exit code. ``annotate`` adds to each new run's
+    run.json what only the caller knows (a lowered frequency and whether it took).
     """
     results_dir = Path(results_dir)
     launcher = check_runnable(study, results_dir, backends)
     versions = study_versions(launcher, backends)
     records = []
     for planned in plan(study, results_dir, backends, launcher):
-        record = _run_one(study, planned, versions)
+        record = _run_one(study, planned, versions, annotate)
         records.append(record)
         if report is not None:
             report(record)
@@ -352,7 +358,8 @@ def stored_runs(study: Study, results_dir: str | Path,
     return records
 
 
-def _run_one(study: Study, planned: Planned, versions: dict) -> RunRecord:
+def _run_one(study: Study, planned: Planned, versions: dict,
+             annotate: Callable[[dict], dict] | None = None) -> RunRecord:
     run_dir = planned.run_dir
     if (run_dir / DONE).exists():
         return _skipped(planned)
@@ -366,6 +373,8 @@ def _run_one(study: Study, planned: Planned, versions: dict) -> RunRecord:
     env = _rank_env(study, planned)
     write_wrapper(run_dir, planned.rank_prefix, app_command(study, planned.run, run_dir), env)
     info = _run_info(study, planned, versions)
+    if annotate is not None:
+        info = annotate(info)
     _write_json(info, run_dir / RUN_JSON)
     outcome = execute(planned.command, run_dir, study.timeout_s)
     info.update(outcome)

@@ -70,12 +70,14 @@ class Run:
     p: int
     params: dict[str, float]
     rep: int
+    suffix: str = ""   # a set of runs kept apart from the study's own, e.g. ``_f2000MHz``
 
     @property
     def name(self) -> str:
-        """The run folder's name, ``p<P>[_<param><v>...]_r<rep>``: readable and unique."""
+        """The run folder's name, ``p<P>[_<param><v>...]_r<rep>[<suffix>]``: readable and
+        unique."""
         values = "".join(f"_{name}{_number(value)}" for name, value in self.params.items())
-        return f"p{self.p}{values}_r{self.rep}"
+        return f"p{self.p}{values}_r{self.rep}{self.suffix}"
 
     def placeholders(self, run_dir: Path) -> dict[str, object]:
         """What the command template may name; whole numbers print without ``.0``."""
@@ -108,6 +110,11 @@ class Study:
     per_rank_params: tuple[str, ...] = ()
     app_kernel: str | None = None
     volume_ratios: dict[str, float] = field(default_factory=dict)
+    frequency_ghz: float | None = None  # runs at a lowered CPU frequency (not a file field)
+
+    @property
+    def run_suffix(self) -> str:
+        return frequency_suffix(self.frequency_ghz) if self.frequency_ghz else ""
 
     @property
     def param_names(self) -> list[str]:
@@ -119,7 +126,7 @@ class Study:
         """Every run, repetitions outermost: each round covers every point once, so a slow
         drift of the machine touches all points alike (medians of interleaved runs), and an
         interrupted study has already seen every point."""
-        return [Run(p, point, rep) for rep in range(1, self.repetitions + 1)
+        return [Run(p, point, rep, self.run_suffix) for rep in range(1, self.repetitions + 1)
                 for p, point in self._points()]
 
     def _points(self) -> list[tuple[int, dict[str, float]]]:
@@ -473,6 +480,19 @@ def with_p(study: Study, p_values: list[int]) -> Study:
     points = None if study.points is None else tuple(
         point for point in study.points if "p" not in point or int(point["p"]) in p_values)
     return replace(study, p=tuple(sorted(set(p_values))) if free else (), points=points)
+
+
+def frequency_suffix(ghz: float) -> str:
+    """The run-name suffix of runs at a lowered frequency, in whole MHz: ``_f2000MHz``."""
+    return f"_f{round(ghz * 1000)}MHz"
+
+
+def with_frequency(study: Study, ghz: float) -> Study:
+    """The study's runs at ``ghz`` (refinement's lower-frequency rerun): folders of their own
+    (``p4_r1_f2000MHz``), so they never mix with, resume or overwrite the study's own runs."""
+    if not ghz > 0 or not math.isfinite(ghz):
+        raise ApmtError(f"--frequency: {ghz!r} is not a positive frequency in GHz")
+    return replace(study, frequency_ghz=float(ghz))
 
 
 def program_of(study: Study, run: Run, run_dir: Path) -> str:

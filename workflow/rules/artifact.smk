@@ -1,6 +1,6 @@
 # The paper artifact: the manifest of every table, model, decision, diagnosis and figure of
 # all studies, with checksums. Rebuilt from the stored raw runs alone
-#   snakemake --cores 2 --forceall --config stored_runs_only=true -- artifact
+#   snakemake --cores 2 --forceall --config stored_runs_only=True -- artifact
 # it must come out the same: `diff` the manifests of two builds.
 
 

@@ -174,11 +174,85 @@ def round_p(study: str, round_index: int) -> list[int]:
 
 
 def final_round(study: str) -> int:
-    """The last round: the first whose decision adds nothing (or refinement is off)."""
+    """The last round: the first whose decision runs nothing more (or refinement is off); a
+    lower-frequency rerun is solved by the round after its decision."""
     round_index = 0
-    while refines(study) and decision(study, round_index)["action"] == "more_p":
+    while refines(study) and decision(study, round_index)["action"] in ("more_p",
+                                                                        "lower_frequency"):
         round_index += 1
     return round_index
+
+
+def frequency_run(study: str, round_index: int) -> dict | None:
+    """The rerun at a lower frequency that the round's decision asks for, if any."""
+    if round_index < 0 or not refines(study):
+        return None
+    asked = decision(study, round_index)
+    return asked["runs"][0] if asked["action"] == "lower_frequency" else None
+
+
+def frequency_mhz(ghz: float) -> int:
+    """The frequency as run names and file names carry it (apmt.collect.study)."""
+    return round(float(ghz) * 1000)
+
+
+def asked_frequency(wildcards) -> dict:
+    """P and MHz of the rerun the round before this one asked for."""
+    previous = int(wildcards.round) - 1
+    run = frequency_run(wildcards.study, previous)
+    if run is None:
+        raise ValueError(f"results/{wildcards.study}/rounds/r{previous}/decision.json: field "
+                         f"'action' is not lower_frequency: round {wildcards.round} has no "
+                         "lower-frequency runs")
+    return {"p": int(run["p"]), "mhz": frequency_mhz(run["frequency_ghz"])}
+
+
+def frequency_runs(wildcards) -> dict:
+    """The rerun's runs and the base runs of the same P, for the round's frequency table."""
+    asked = asked_frequency(wildcards)
+    runs = f"results/{wildcards.study}/runs/p{asked['p']}"
+    return {"base": f"{runs}.json", "lowered": f"{runs}_f{asked['mhz']}.json"}
+
+
+def round_frequency_table(wildcards) -> list[str]:
+    """The frequency table of a round that follows a lower_frequency decision (else none)."""
+    if frequency_run(wildcards.study, int(wildcards.round) - 1) is None:
+        return []
+    return [f"results/{wildcards.study}/rounds/r{wildcards.round}/frequency.csv"]
+
+
+def frequency_table_option(wildcards, input) -> str:
+    return shlex.join(["--frequency-table", input.frequency[0]]) if input.frequency else ""
+
+
+def frequency_ghz_of(mhz: str | int) -> str:
+    """MHz (a wildcard) as the GHz that `apmt profile --frequency` takes: 2000 -> 2."""
+    return f"{int(mhz) / 1000:g}"
+
+
+def cpu_freq_extra(wildcards) -> str:
+    """sbatch's option for the rerun's job: Slurm sets the job steps' frequency (kHz), the
+    decision's cpu_freq_option."""
+    from apmt.refine import cpu_freq_option
+
+    return cpu_freq_option(int(wildcards.mhz) / 1000)
+
+
+def accepted_frequency_solution(wildcards) -> list[str]:
+    """The last round's frequency solution that the model takes (none if no round solved
+    one, or the frequency did not change, or no kernel's solution was sane)."""
+    if wildcards.study not in PROFILED or not refines(wildcards.study):
+        return []
+    accepted = [r for r in range(final_round(wildcards.study) + 1)
+                if (decision(wildcards.study, r).get("frequency_solution") or {})
+                .get("accepted")]
+    return [f"results/{wildcards.study}/rounds/r{accepted[-1]}/frequency_solution.csv"] \
+        if accepted else []
+
+
+def frequency_solution_option(wildcards, input) -> str:
+    return shlex.join(["--frequency-solution", input.frequency_solution[0]]) \
+        if input.frequency_solution else ""
 
 
 def round_runs(wildcards) -> list[str]:

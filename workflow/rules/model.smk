@@ -6,6 +6,7 @@ rule fit_model:
         measurements="results/{study}/measurements.csv",
         comm=comm_table,
         provenance="results/{study}/measurements.csv.provenance.json",
+        frequency_solution=accepted_frequency_solution,
     output:
         model=report(
             "results/{study}/model.json",
@@ -15,6 +16,7 @@ rule fit_model:
         ),
     params:
         comm=comm_option,
+        frequency_solution=frequency_solution_option,
         params=param_options,
         app_kernel=app_kernel_option,
         threshold=config["threshold"],
@@ -23,5 +25,6 @@ rule fit_model:
     conda:
         "../envs/apmt.yaml"
     shell:
-        "apmt fit {input.measurements} {params.comm} {params.params} {params.app_kernel}"
+        "apmt fit {input.measurements} {params.comm} {params.frequency_solution}"
+        " {params.params} {params.app_kernel}"
         " --threshold {params.threshold} -o {output.model} > {log} 2>&1"

@@ -29,7 +29,59 @@ rule profile_p:
         "../envs/apmt.yaml"
     shell:
         "apmt profile {input.study:q} --p {wildcards.p} --no-extract --summary {output.runs}"
-        " {params.stored} --results results > {log} 2>&1"
+        " --results results {params.stored} > {log} 2>&1"
+
+
+rule profile_frequency:
+    """Refinement's rerun of one P at a lower CPU frequency (a lower_frequency decision), in
+    run folders of its own; the same MPI job as profile_p, plus sbatch --cpu-freq."""
+    input:
+        study=profile_study_file,
+        setup=profile_setup_files,
+    output:
+        runs="results/{study}/runs/p{p}_f{mhz}.json",
+    wildcard_constraints:
+        study=study_pattern(PROFILED),
+        mhz=r"[1-9][0-9]*",
+    threads: workflow.cores
+    resources:
+        tasks=lambda wildcards: int(wildcards.p),
+        mpi=mpi_resource,
+        cpus_per_task=1,
+        # the decision's cpu_freq_option; locally apmt pins the frequency itself
+        slurm_extra=cpu_freq_extra,
+    params:
+        ghz=lambda wildcards: frequency_ghz_of(wildcards.mhz),
+    log:
+        "logs/{study}/profile/p{p}_f{mhz}.log",
+    conda:
+        "../envs/apmt.yaml"
+    shell:
+        "apmt profile {input.study:q} --p {wildcards.p} --frequency {params.ghz}"
+        " --summary {output.runs} --results results > {log} 2>&1"
+
+
+rule extract_frequency:
+    """The round's frequency table: the rerun's runs and the base runs of the same P, each
+    with its measured clock (frequency_ghz)."""
+    input:
+        unpack(frequency_runs),
+        study=profile_study_file,
+    output:
+        table="results/{study}/rounds/r{round}/frequency.csv",
+        provenance="results/{study}/rounds/r{round}/frequency.csv.provenance.json",
+    wildcard_constraints:
+        study=study_pattern(PROFILED),
+    params:
+        p=lambda wildcards: asked_frequency(wildcards)["p"],
+        ghz=lambda wildcards: frequency_ghz_of(asked_frequency(wildcards)["mhz"]),
+    log:
+        "logs/{study}/extract/r{round}_frequency.log",
+    conda:
+        "../envs/apmt.yaml"
+    shell:
+        "apmt extract {input.study:q} --p {params.p} --frequency {params.ghz} --results results"
+        " --frequency-table {output.table} > {log} 2>&1"
 
 
 rule extract_round:

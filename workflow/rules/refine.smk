@@ -2,8 +2,10 @@
 # (a checkpoint: what runs next depends on it) whether to refine, as paper 000 does. A
 # communication error above the tolerance adds P where the model is least certain, one to
 # refit and one beyond to validate, and the next round extracts and validates again; a
-# computation error asks for a rerun at a lower CPU frequency, which a machine that cannot
-# change its frequency records instead. Rounds and new P are bounded by the refine budget.
+# computation error asks for a rerun of one P at a lower CPU frequency (profile_frequency),
+# which the next round solves per kernel for CPI_core and BF_mem (Eq. 5) and takes into the
+# model only if the frequency really changed; a machine that cannot change its frequency
+# records that instead. Rounds and new P are bounded by the refine budget.
 # The last round's tables become the study's.
 
 
@@ -12,10 +14,13 @@ checkpoint refine_round:
         measurements="results/{study}/rounds/r{round}/measurements.csv",
         comm=round_comm,
         previous=previous_decisions,
+        frequency=round_frequency_table,
     output:
         validation="results/{study}/rounds/r{round}/validation.json",
         evaluation="results/{study}/rounds/r{round}/evaluation.csv",
         decision="results/{study}/rounds/r{round}/decision.json",
+        # per kernel CPI_core and BF_mem (Eq. 5) after a lower-frequency rerun; else a header
+        frequency_solution="results/{study}/rounds/r{round}/frequency_solution.csv",
     wildcard_constraints:
         study=study_pattern(PROFILED),
     params:
@@ -25,6 +30,7 @@ checkpoint refine_round:
         app_kernel=app_kernel_option,
         tolerance=config["tolerance"],
         refine=refine_options,
+        frequency=frequency_table_option,
     log:
         "logs/{study}/refine/r{round}.log",
     conda:
@@ -32,6 +38,7 @@ checkpoint refine_round:
     shell:
         "apmt refine round {input.measurements} {params.comm} --holdout {params.holdout:q}"
         " {params.params} {params.app_kernel} --tolerance {params.tolerance} {params.refine}"
+        " {params.frequency} --frequency-solution {output.frequency_solution}"
         " --validation {output.validation} --evaluation {output.evaluation}"
         " -o {output.decision} > {log} 2>&1"
 

@@ -1,0 +1,51 @@
+"""`apmt diagnose -- mpirun -np 2 lmp ...` on LAMMPS itself (Debian's lmp, the LJ input of the
+default study, shrunk to 4,000 atoms and 40 steps): the newcomer's one command measures and
+assesses a real application, names its hot kernel with PerfExpert's bars, and fits the page.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from test_diagnose_lcpi import MACHINE, WIDTH, why_not_here
+
+from apmt.diagnose import lcpi
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+PAIR = "LAMMPS_NS::PairLJCut::compute"
+
+
+@pytest.fixture(scope="module")
+def lammps(tmp_path_factory: pytest.TempPathFactory, cli) -> dict:
+    reason = why_not_here() or (None if shutil.which("lmp") else "needs lmp (Debian's lammps)")
+    if reason:
+        pytest.skip(reason)
+    folder = tmp_path_factory.mktemp("lammps")
+    shutil.copy2(REPOSITORY / "data" / "lammps" / "in.lj", folder / "in.lj")
+    text = folder / "diagnosis.txt"
+    result = cli("diagnose", "--machine", MACHINE, "--results", folder / "results",
+                 "--name", "lj", "-o", text, "--html", folder / "diagnosis.html", "--",
+                 "mpirun", "-np", "2", "lmp", "-in", str(folder / "in.lj"), "-var", "x", "0.5",
+                 "-var", "y", "0.5", "-var", "z", "0.5", "-var", "steps", "40")
+    assert result.code == 0, result.err
+    return {"folder": folder / "results" / "diagnose" / "lj", "text": text.read_text(),
+            "html": (folder / "diagnosis.html").read_text()}
+
+
+def test_lammps_hot_kernel_is_assessed_with_every_measurable_category(lammps: dict) -> None:
+    table = lcpi.assess(lcpi.read_study(lammps["folder"]))
+    rows = table[table["kernel"] == PAIR].set_index("category")
+    assert not rows.empty, sorted(set(table["kernel"]))
+    # the pair force loop: counted instructions, cycles derived from the sampled time
+    assert 0.2 < rows.at[lcpi.OVERALL, "lcpi"] < 3.0, rows
+    assert rows.at["data_accesses", "lcpi"] > rows.at["branches", "lcpi"]
+    for category in ("floating_point", "data_tlb", "instruction_tlb"):
+        assert rows.at[category, "assessment"] == "not measured"
+    text = lammps["text"]
+    assert f"LCPI of {PAIR}" in text and f"LCPI of {PAIR}" in lammps["html"]
+    assert "Remedies for" in text
+    assert all(len(line) <= WIDTH for line in text.splitlines())
+    # one P: the scaling part says what it needs instead of guessing
+    assert "3 or more process counts" in text
