@@ -8,7 +8,7 @@
 
 from snakemake.utils import min_version
 
-min_version("9.0")
+min_version("9.27")
 
 
 configfile: "config/config.yaml"

@@ -311,7 +311,8 @@ def _add_refine(commands: argparse._SubParsersAction, common: argparse.ArgumentP
                           "to 4x the largest measured)")
     sub.add_argument("--max-p", type=int, metavar="P", help="the largest P refinement may run")
     sub.add_argument("--lower-frequency", type=float, metavar="GHZ",
-                     help="frequency of the computation rerun (default: the lowest offered)")
+                     help="frequency of the computation rerun (default: the offered one "
+                          "nearest 2/3 of the highest)")
     sub.add_argument("--previous", type=Path, nargs="+", default=[], metavar="DECISION.json",
                      help="the earlier rounds' decisions (their runs count against the budget)")
     sub.add_argument("--frequency-table", type=Path, metavar="FREQUENCY.csv",

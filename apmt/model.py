@@ -43,7 +43,7 @@ from apmt.comm import (
     predict_operation,
 )
 from apmt.errors import ApmtError
-from apmt.fit import SeriesFit
+from apmt.fit import NoPlausibleFit, SeriesFit
 from apmt.fit_table import fit_all
 from apmt.kernels import OTHERS, classify
 from apmt.machine import hertz
@@ -98,9 +98,7 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
             f"the rest is modelled as {UNACCOUNTED} (start-up, waits outside MPI)")
     model["mode"] = _mode(model)
     model["notes"] = _notes(model)
-    if left_out:
-        model["notes"].append(f"not modelled (time > 0 at fewer than {MIN_DISTINCT_P} P): "
-                              + ", ".join(left_out))
+    model["notes"] += [f"MPI operation {name} not modelled: {why}" for name, why in left_out]
     return model
 
 
@@ -181,19 +179,26 @@ def _contention(table: pd.DataFrame, kernels: set[str]) -> dict[str, float]:
             if kernel in kernels}
 
 
-def _fit_comm(comm: pd.DataFrame, params: list[str], source: str) -> tuple[list[dict], list]:
-    """The operations' models, and the operations left out: those that took time at fewer
-    than 3 P (a single process does not communicate; a call may be too rare to time)."""
+def _fit_comm(comm: pd.DataFrame, params: list[str], source: str
+              ) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The operations' models, and the operations left out with why: those that took time at
+    fewer than 3 P (a single process does not communicate; a call may be too rare to time),
+    and those whose times no shape of the family follows without turning negative or
+    exploding where users extrapolate (erratic waits, e.g. on oversubscribed cores)."""
     table = comm_points(comm, params)
     table = table[table["time"] > 0]
     keys = list(comm_keys(comm))
     fitted, left_out = [], []
     for key, rows in table.groupby(keys if len(keys) > 1 else keys[0], sort=True):
         key = tuple(np.atleast_1d(key))
+        name = "/".join(map(str, key))
         if rows["p"].nunique() < MIN_DISTINCT_P:
-            left_out.append("/".join(map(str, key)))
+            left_out.append((name, f"time > 0 at fewer than {MIN_DISTINCT_P} P"))
             continue
-        fitted.append(fit_operation(key, rows, params, source))
+        try:
+            fitted.append(fit_operation(key, rows, params, source))
+        except NoPlausibleFit as error:
+            left_out.append((name, f"no plausible fit ({error})"))
     return fitted, left_out
 
 

@@ -352,6 +352,26 @@ def test_bf_comm_ignores_runs_without_communication_and_stays_a_share() -> None:
     assert "clamped" in model["bf_comm_note"]
 
 
+def test_an_operation_no_shape_follows_is_left_out_with_a_note() -> None:
+    """MPI_Sendrecv's time per rank as a real run of tests/mpi_programs/ring.c gave it with
+    srun outside an allocation (each rank waiting for a core from P=3 on): a 10^4 jump that
+    every shape turns negative or explodes on. The model leaves it out and says so; the other
+    operation is still modelled."""
+    p = np.array([1, 2, 3, 4])
+    jump = np.array([0.000305, 0.0247, 6.004, 8.862])
+    steady = np.array([0.000028, 0.00047, 0.0009, 0.0013])
+    comm = pd.DataFrame([{"op": op, "calls": 500.0, "bytes": 4000.0 * 500, "time": t,
+                          "p": int(pp)} for op, times in (("MPI_Sendrecv", jump),
+                                                          ("MPI_Allreduce", steady))
+                         for pp, t in zip(p, times, strict=True)])
+    rows = [{"kernel": "relax", "metric": "time", "p": int(pp), "value": 1.0 / pp} for pp in p]
+    model = build_model(check_table(pd.DataFrame(rows), "m"), [], source="ring",
+                        comm=check_table(comm, "c", kind="communication"))
+    assert [op["op"] for op in model["communication"]] == ["MPI_Allreduce"]
+    assert any(note.startswith("MPI operation MPI_Sendrecv not modelled: no plausible fit")
+               for note in model["notes"]), model["notes"]
+
+
 def test_time_outside_computation_and_mpi_is_modelled() -> None:
     """A measured wall time above computation plus MPI in every run (start-up, waits outside
     MPI) becomes <unaccounted>, part of T_others, so that T_app meets the measured time."""
