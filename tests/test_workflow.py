@@ -66,6 +66,8 @@ def test_dry_run_plans_every_stage_of_the_default_studies() -> None:
     assert ("apmt profile config/studies/lammps-lj.yaml --p 4 --no-extract --summary "
             "results/lammps-lj/runs/p4.json --results results") in done.stdout
     assert "--comm results/lammps-lj/rounds/r0/comm.csv" in done.stdout
+    # the study file's machine reaches the model (Eq. 2's CPI and memory terms, contention)
+    assert "--machine generic-x86-2core-vm" in done.stdout
     assert "--at p=1024,n=5000 --at p=2048,n=9000" in done.stdout
     assert "--app-kernel 'main()'" in done.stdout
 

@@ -331,6 +331,17 @@ def param_options(wildcards) -> str:
     return shlex.join(options)
 
 
+def machine_option(wildcards) -> str:
+    """The machine file of a profiled study (its latencies and clock give Eq. 2's CPI and
+    memory terms where cycles were counted, and the contention check); imports have none."""
+    if wildcards.study not in PROFILED:
+        return ""
+    from apmt.collect.study import load_study
+
+    machine = load_study(profile_study_file(wildcards)).machine
+    return shlex.join(["--machine", machine]) if machine else ""
+
+
 def app_kernel_option(wildcards) -> str:
     kernel = study_settings(wildcards)["app_kernel"]
     return shlex.join(["--app-kernel", kernel]) if kernel else ""

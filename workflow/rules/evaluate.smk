@@ -20,6 +20,7 @@ rule evaluate_model:
         holdout=holdout,
         params=param_options,
         app_kernel=app_kernel_option,
+        machine=machine_option,
         baselines=baselines,
         metrics=metrics_option,
         tolerance=config["tolerance"],
@@ -30,5 +31,6 @@ rule evaluate_model:
     shell:
         "apmt evaluate {input.measurements} {params.comm} --holdout {params.holdout:q}"
         " {params.params} {params.metrics}"
-        " {params.app_kernel} --baselines {params.baselines:q} --tolerance {params.tolerance}"
+        " {params.app_kernel} {params.machine} --baselines {params.baselines:q}"
+        " --tolerance {params.tolerance}"
         " --validation {output.validation} -o {output.evaluation} > {log} 2>&1"

@@ -19,6 +19,7 @@ rule fit_model:
         frequency_solution=frequency_solution_option,
         params=param_options,
         app_kernel=app_kernel_option,
+        machine=machine_option,
         threshold=config["threshold"],
     log:
         "logs/{study}/fit.log",
@@ -26,5 +27,5 @@ rule fit_model:
         "../envs/apmt.yaml"
     shell:
         "apmt fit {input.measurements} {params.comm} {params.frequency_solution}"
-        " {params.params} {params.app_kernel}"
+        " {params.params} {params.app_kernel} {params.machine}"
         " --threshold {params.threshold} -o {output.model} > {log} 2>&1"

@@ -28,6 +28,7 @@ checkpoint refine_round:
         holdout=holdout,
         params=param_options,
         app_kernel=app_kernel_option,
+        machine=machine_option,
         tolerance=config["tolerance"],
         refine=refine_options,
         frequency=frequency_table_option,
@@ -37,7 +38,8 @@ checkpoint refine_round:
         "../envs/apmt.yaml"
     shell:
         "apmt refine round {input.measurements} {params.comm} --holdout {params.holdout:q}"
-        " {params.params} {params.app_kernel} --tolerance {params.tolerance} {params.refine}"
+        " {params.params} {params.app_kernel} {params.machine} --tolerance {params.tolerance}"
+        " {params.refine}"
         " {params.frequency} --frequency-solution {output.frequency_solution}"
         " --validation {output.validation} --evaluation {output.evaluation}"
         " -o {output.decision} > {log} 2>&1"
