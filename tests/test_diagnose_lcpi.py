@@ -335,3 +335,14 @@ def test_a_machine_file_beside_the_study_is_found_through_the_study(tmp_path: Pa
     study.unlink()
     with pytest.raises(ApmtError, match=r"'machine'.*my-node.*--machine"):
         lcpi.read_study(folder)
+
+
+def test_the_assessed_run_is_the_largest_p_whose_ranks_had_a_core_each() -> None:
+    """Ranks sharing cores share caches and bandwidth too: P=3 and 4 oversubscribed 2 cores."""
+    table = pd.DataFrame({"kernel": "k", "metric": "time", "p": [1, 2, 3, 4], "value": 1.0})
+    provenance = {"oversubscribed_runs": ["p3_r1", "p4_r1", "p3_r2", "p4_r2"]}
+    data = lcpi.StudyData(Path("."), table, [], provenance, None, None, None)
+    assert lcpi.assessed_point(data) == {"p": 2}
+    everywhere = {"oversubscribed_runs": [f"p{p}_r1" for p in range(1, 5)]}
+    assert lcpi.assessed_point(lcpi.StudyData(Path("."), table, [], everywhere, None, None,
+                                              None)) == {"p": 4}

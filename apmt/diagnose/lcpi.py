@@ -7,9 +7,10 @@ and the defaults for penalties a machine file may lack are data (``apmt/data/lcp
 remedies are ``apmt/data/remedies.yaml``. A category whose metrics the backend did not give is
 "not measured", never estimated from other counters.
 
-The assessed run is the study's point with the largest P (values are means over repetitions,
-per rank). Without counted cycles (cachegrind, no PMU) the overall CPI is derived from the
-sampled time: time x the machine's frequency / instructions, and the output says so.
+The assessed run is the study's point with the largest P at which no ranks shared a core
+(else the largest P; values are means over repetitions, per rank). Without counted cycles
+(cachegrind, no PMU) the overall CPI is derived from the sampled time: time x the machine's
+frequency / instructions, and the output says so.
 
 Tidy LCPI table (``assess``): one row per key kernel and category.
     kernel      the function
@@ -37,6 +38,7 @@ import yaml
 
 from apmt.collect.backends.cpu import KNOWN_METRICS
 from apmt.collect.extract import MEASUREMENTS, PROVENANCE
+from apmt.diagnose.imbalance import oversubscribed
 from apmt.diagnose.section import Finding, Section
 from apmt.errors import ApmtError
 from apmt.kernels import KEY_THRESHOLD, classify
@@ -274,9 +276,13 @@ def _instruction_keys(data: StudyData) -> list[str]:
 
 
 def assessed_point(data: StudyData) -> dict[str, float]:
-    """The run assessed: the largest P (and, at it, the last parameter combination)."""
+    """The run assessed: the largest P whose ranks had a core each (ranks that share cores
+    share caches and memory bandwidth too, which is not the kernel's own behaviour), else the
+    largest P; at it, the last parameter combination."""
     runs = data.table[["p", *data.params]].drop_duplicates().sort_values(["p", *data.params])
-    return runs.iloc[-1].to_dict()
+    shared = oversubscribed(data.provenance)
+    alone = runs[~runs["p"].isin(shared)]
+    return (alone if not alone.empty else runs).iloc[-1].to_dict()
 
 
 def point_values(data: StudyData, point: dict[str, float]) -> pd.DataFrame:
