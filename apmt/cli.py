@@ -33,6 +33,7 @@ from apmt.tables import (
     MEASUREMENT_KEYS,
     TIME_METRIC,
     parameter_columns,
+    read_json,
     read_table,
     write_table,
     write_text_atomic,
@@ -780,7 +781,7 @@ def run_refine_round(args: argparse.Namespace) -> None:
     rows, validation = validate(table, params, args.holdout, args.tolerance, str(args.table),
                                 comm, **options)
     model = build_model(table, params, source=str(args.table), comm=comm, **options)
-    previous = [_read_json(path) for path in args.previous]
+    previous = [read_json(path) for path in args.previous]
     settings = {"candidates": args.candidates, "max_p": args.max_p,
                 "lower_frequency_ghz": args.lower_frequency,
                 "frequency_done": next((d["round"] for d in previous
@@ -811,7 +812,7 @@ def _frequency_outcome(args: argparse.Namespace, decision: dict) -> None:
     if args.frequency_solution is None:
         raise ApmtError("--frequency-table needs --frequency-solution (where the solution goes)")
     table = read_table(args.frequency_table, "measurements")
-    record = _read_json(frequency_sidecar(args.frequency_table))
+    record = read_json(frequency_sidecar(args.frequency_table))
     solution, outcome = judge_frequency(table, record, load_machine)
     write_table(solution, args.frequency_solution)
     decision["frequency_solution"] = {"file": str(args.frequency_solution), **outcome}
@@ -819,19 +820,12 @@ def _frequency_outcome(args: argparse.Namespace, decision: dict) -> None:
     decision["reason"] = f"lower-frequency rerun: {outcome['reason']}. {decision['reason']}"
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except ValueError as error:
-        raise ApmtError(f"{path}: not JSON ({error})") from None
-
-
 def run_refine_finish(args: argparse.Namespace) -> None:
     """Copy the last round's tables to the study's folder; one file tells every round."""
     if len(args.tables) != len(args.out_tables):
         raise ApmtError(f"--tables gives {len(args.tables)} files but --out-tables "
                         f"{len(args.out_tables)}")
-    decisions = [_read_json(path) for path in args.decisions]
+    decisions = [read_json(path) for path in args.decisions]
     for source, target in zip(args.tables, args.out_tables, strict=True):
         write_text_atomic(source.read_text(), target)
     last = decisions[-1] if decisions else None

@@ -42,6 +42,7 @@ evaluation: one row per held-out point, series and method (apmt.evaluate).
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -265,3 +266,11 @@ def write_table(table: pd.DataFrame, path: str | Path) -> None:
 def write_text_atomic(text: str, path: str | Path) -> None:
     """Write a text file atomically, as write_table does for tables."""
     write_atomic(path, lambda temporary: Path(temporary).write_text(text))
+
+
+def read_json(path: str | Path) -> dict:
+    """A JSON record apmt wrote (a decision, a provenance); a bad one is one clear line."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise ApmtError(f"{path}: not readable JSON ({error})") from None

@@ -26,7 +26,6 @@ Tidy LCPI table (``assess``): one row per key kernel and category.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -44,7 +43,7 @@ from apmt.errors import ApmtError
 from apmt.kernels import KEY_THRESHOLD, classify
 from apmt.machine import check_machine, hertz, load_machine
 from apmt.series import points
-from apmt.tables import APP_KERNEL, TIME_METRIC, parameter_columns, read_table
+from apmt.tables import APP_KERNEL, TIME_METRIC, parameter_columns, read_json, read_table
 
 MODEL = "model.json"
 OVERALL = "overall"
@@ -196,12 +195,7 @@ def read_study(folder: str | Path, machine: str | Path | None = None) -> StudyDa
 
 def _provenance(folder: Path) -> dict:
     path = folder / PROVENANCE
-    if not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ApmtError(f"{path}: not readable provenance ({error})") from None
+    return read_json(path) if path.is_file() else {}
 
 
 def _model(folder: Path) -> dict | None:

@@ -33,7 +33,6 @@ checks: one row per kernel with counters: kernel, contention (E = LLC misses / m
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,7 @@ from apmt.kernels import KEY_THRESHOLD, MPI_NAME, NONSCALABLE_SLOPE, OTHERS
 from apmt.model import CONTENTION_LIMIT, assemble, contributions, load_model
 from apmt.report import PART_LABELS, measured_points, scale_points
 from apmt.series import MIN_DISTINCT_P, per_run, points
-from apmt.tables import APP_KERNEL, TIME_METRIC, parameter_columns, read_table
+from apmt.tables import APP_KERNEL, TIME_METRIC, parameter_columns, read_json, read_table
 
 TOP_RANKS = 3          # "among the top" of the kernel ranking: paper 001 tunes the top few
 RISE_CAUSES = 3        # components named as the cause of a rise, the largest growth first
@@ -515,10 +514,7 @@ def _predicted_p(path: Path) -> list[float]:
 
 def _provenance(study_dir: Path) -> dict | None:
     path = study_dir / "measurements.csv.provenance.json"
-    try:
-        return json.loads(path.read_text()) if path.exists() else None
-    except json.JSONDecodeError as error:
-        raise ApmtError(f"{path}: not valid JSON ({error})") from None
+    return read_json(path) if path.exists() else None
 
 
 def _p_values(requested: Sequence[int] | None, measured: list[float],

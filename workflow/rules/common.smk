@@ -166,10 +166,14 @@ def decision(study: str, round_index: int) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def added_p(asked: dict) -> list[int]:
+    """The P a round's decision adds (its runs, when it asks for more P)."""
+    return [run["p"] for run in asked["runs"]] if asked["action"] == "more_p" else []
+
+
 def round_p(study: str, round_index: int) -> list[int]:
     """The P measured in a round: the study's own, plus every P the rounds before added."""
-    added = [run["p"] for r in range(round_index) for run in decision(study, r)["runs"]
-             if decision(study, r)["action"] == "more_p"]
+    added = [p for r in range(round_index) for p in added_p(decision(study, r))]
     return sorted({*base_p(study), *added})
 
 
