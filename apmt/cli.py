@@ -770,16 +770,20 @@ def run_evaluate(args: argparse.Namespace) -> None:
 
 
 def run_refine_round(args: argparse.Namespace) -> None:
-    """Validate the round's model (fit without the held-out runs) and plan the next round
-    from the model of all its runs, where its intervals are widest."""
+    """Validate the round's model (fit without the held-out runs; with the lower-frequency
+    solution when the model takes it) and plan the next round from the model of all its
+    runs, where its intervals are widest."""
     from apmt.evaluate import validate
     from apmt.model import build_model
-    from apmt.refine import frequency_control, plan_round, runs_asked
+    from apmt.refine import apply_frequency_solution, frequency_control, plan_round, runs_asked
 
     table, params, per_rank = _read_with_params(args, args.table, "measurements")
     comm, options = _model_inputs(args, params, per_rank)
+    solution, outcome = _frequency_outcome(args)
+    refined = (lambda model: apply_frequency_solution(model, solution)) \
+        if outcome is not None and outcome["accepted"] else None
     rows, validation = validate(table, params, args.holdout, args.tolerance, str(args.table),
-                                comm, **options)
+                                comm, refine_model=refined, **options)
     model = build_model(table, params, source=str(args.table), comm=comm, **options)
     previous = [read_json(path) for path in args.previous]
     settings = {"candidates": args.candidates, "max_p": args.max_p,
@@ -791,33 +795,38 @@ def run_refine_round(args: argparse.Namespace) -> None:
                           frequency_control(), runs_used=runs_asked(previous))
     decision["base_p"] = args.base_p
     decision["validation"] = validation
-    _frequency_outcome(args, decision)
+    if outcome is not None:
+        decision["frequency_solution"] = {"file": str(args.frequency_solution), **outcome}
+        decision["keeps_model"] = not outcome["accepted"]
+        validated = ("validated with it" if outcome["accepted"]
+                     else "validated with the first parameters")
+        decision["reason"] = (f"lower-frequency rerun: {outcome['reason']}; {validated}. "
+                              f"{decision['reason']}")
     write_table(rows, args.evaluation)
     write_text_atomic(json.dumps(validation, indent=1) + "\n", args.validation)
     write_text_atomic(json.dumps(decision, indent=1, default=float) + "\n", args.output)
     print(f"round {args.round}: {decision['action']}: {decision['reason']}")
 
 
-def _frequency_outcome(args: argparse.Namespace, decision: dict) -> None:
-    """The lower-frequency rerun's solution into --frequency-solution, and into the decision
-    whether the model takes it (apmt.refine.judge_frequency)."""
+def _frequency_outcome(args: argparse.Namespace) -> tuple[pd.DataFrame, dict | None]:
+    """The lower-frequency rerun's solution, written to --frequency-solution (a header only
+    without a rerun), and whether the model takes it (apmt.refine.judge_frequency)."""
     from apmt.collect.frequency import frequency_sidecar
     from apmt.machine import load_machine
     from apmt.refine import SOLUTION_COLUMNS, judge_frequency
 
     if args.frequency_table is None:
+        solution = pd.DataFrame(columns=SOLUTION_COLUMNS)
         if args.frequency_solution is not None:
-            write_table(pd.DataFrame(columns=SOLUTION_COLUMNS), args.frequency_solution)
-        return
+            write_table(solution, args.frequency_solution)
+        return solution, None
     if args.frequency_solution is None:
         raise ApmtError("--frequency-table needs --frequency-solution (where the solution goes)")
     table = read_table(args.frequency_table, "measurements")
     record = read_json(frequency_sidecar(args.frequency_table))
     solution, outcome = judge_frequency(table, record, load_machine)
     write_table(solution, args.frequency_solution)
-    decision["frequency_solution"] = {"file": str(args.frequency_solution), **outcome}
-    decision["keeps_model"] = not outcome["accepted"]
-    decision["reason"] = f"lower-frequency rerun: {outcome['reason']}. {decision['reason']}"
+    return solution, outcome
 
 
 def run_refine_finish(args: argparse.Namespace) -> None:

@@ -11,6 +11,7 @@ The output is the ``evaluation`` table documented in apmt.tables.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -138,14 +139,16 @@ def summary(evaluation: pd.DataFrame) -> pd.DataFrame:
 # -------------------------------------------------------------------------------- validation
 
 def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: float,
-             source: str, comm: pd.DataFrame | None = None, **model_options) -> tuple:
+             source: str, comm: pd.DataFrame | None = None,
+             refine_model: Callable[[dict], dict] | None = None, **model_options) -> tuple:
     """Build the whole model (Eq. 2) without the held-out runs and compare it with them.
 
     Returns the rows of the evaluation table for the application and its parts (kernel
     ``<app>``, metrics time, computation_time, comm_time) and the refinement decision: the
     model needs refining when the application's error exceeds ``tolerance`` at a held-out
     point, and the part to refine is the one (computation or communication) whose error in
-    seconds is larger there.
+    seconds is larger there. ``refine_model`` changes the model before it is compared (a
+    refinement round's accepted lower-frequency solution).
     """
     from apmt.model import assemble, build_model
     from apmt.tables import APP_KERNEL
@@ -154,6 +157,8 @@ def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: fl
     train, test = split(table, holdout_points)
     comm_train, comm_test = split(comm, holdout_points) if comm is not None else (None, None)
     model = build_model(train, params, source=source, comm=comm_train, **model_options)
+    if refine_model is not None:
+        model = refine_model(model)
     measured = _measured_parts(model, points(test, params), comm_test, params)
     predicted = assemble(model, point_values(measured, params))
     parts = {"time": predicted["time"],

@@ -155,3 +155,52 @@ def test_after_a_lower_frequency_decision_the_workflow_reruns_and_solves(
     assert refinement["rounds"][1]["keeps_model"] is True
     inputs = json.loads((folder / targets[1]).read_text())["provenance"]["inputs"]
     assert not any("frequency_solution" in entry["path"] for entry in inputs), inputs
+
+
+def scaling_counters(p_values: list[int]) -> pd.DataFrame:
+    """One kernel whose cycles follow Eq. 5 (CPI_core 0.7, BF_mem 0.4) at 3 GHz while its
+    memory traffic partly stays with P (halo-like), so cycles / instructions is no constant
+    and only the solved parameters extrapolate; no stall counter."""
+    rows = []
+    for p in p_values:
+        counts = {"instructions": 1e9 / p, "l1_hits": 3e8 / p, "l2_hits": 2e7 / p,
+                  "llc_hits": 5e6, "llc_misses": 2e6}
+        t_mem = (counts["l1_hits"] * 4 + counts["l2_hits"] * 12 + counts["llc_hits"] * 40
+                 + counts["llc_misses"] * 240)
+        cycles = 0.7 * counts["instructions"] + 0.4 * t_mem
+        values = {**counts, "cycles": cycles, "time": cycles / 3e9}
+        rows += [{"kernel": "solve", "metric": metric, "p": p, "rep": 1, "rank": rank,
+                  "value": value} for rank in range(p) for metric, value in values.items()]
+    return pd.DataFrame(rows)
+
+
+def test_the_round_after_the_rerun_validates_with_the_accepted_solution(
+        cli, tmp_path: Path) -> None:
+    """Without the solution the model's one CPI misses the held-out P; with it, exact."""
+    machine = tmp_path / "machine.yaml"
+    machine.write_text(yaml.safe_dump({**MACHINE, "name": "test"}))
+    table, frequency = tmp_path / "measurements.csv", tmp_path / "frequency.csv"
+    scaling_counters([1, 2, 4, 8, 16]).to_csv(table, index=False)
+    counters(0.7, 0.4).to_csv(frequency, index=False)
+    sidecar = tmp_path / "frequency.csv.provenance.json"
+    sidecar.write_text(json.dumps({"changed": True, "reasons": ["pinned"], "base_ghz": 3.0,
+                                   "lowered_ghz": 2.0, "requested_ghz": 2.0,
+                                   "machine_file": str(machine)}))
+
+    def round_error(*frequency_options: object) -> tuple[float, dict]:
+        decision = tmp_path / "decision.json"
+        done = cli("refine", "round", table, "--holdout", "p=16", "--machine", machine,
+                   "--tolerance", 0.05, "--round", 1, "--max-rounds", 2, "--max-runs", 2,
+                   "--base-p", 1, 2, 4, 8, 16, "--frequency-solution",
+                   tmp_path / "solution.csv", "--validation", tmp_path / "validation.json",
+                   "--evaluation", tmp_path / "evaluation.csv", "-o", decision,
+                   *frequency_options)
+        assert done.code == 0, done.err
+        return json.loads(decision.read_text())["validation"]["error"], \
+            json.loads(decision.read_text())
+
+    first, _ = round_error()
+    refined, decision = round_error("--frequency-table", frequency)
+    assert first > 0.05 and refined < 0.01, (first, refined)
+    assert decision["keeps_model"] is False and decision["frequency_solution"]["accepted"]
+    assert "validated with it" in decision["reason"]
