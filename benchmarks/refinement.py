@@ -4,32 +4,43 @@ tolerance in fewer runs than fixed choices?
 Usage: python benchmarks/refinement.py [DATA_DIR] [--tolerances 10,20] [--run-pool DIR]
        [-o OUT_CSV]
 DATA_DIR defaults to the shared measurement folder beside the repository (../shared/data).
-``--run-pool DIR`` also profiles LAMMPS (the LJ input, 6,900 atoms, 100 steps) here at P = 1
-to 8 with 3 repetitions (about 20 s on 2 cores; above 2 ranks the cores are oversubscribed)
-with ``apmt profile`` into DIR, and adds its wall time and MPI operations as sets
-``lammps_p1_8`` and ``lammps_p1_8_comm``: the published sets have 5 P, so their pool holds one
-P and every strategy makes the same choice there.
+The published sets have 5 P, so their pool holds one P and every strategy makes the same
+choice there. ``--run-pool DIR`` also profiles LAMMPS here with ``apmt profile`` into DIR (raw
+runs are reused; about 5 minutes on 2 cores the first time), the LJ input at 6,912 atoms and
+100 steps: at P = 1..8 with 3 repetitions, wall time and MPI operations (sets ``lammps_p1_8``
+and ``lammps_p1_8_comm``); and at P = 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 (process grids LAMMPS
+likes) with perf cpu-clock and cachegrind, the time and counters of the kernels apmt models
+on their own and the MPI operations (``lammps_p1_32``, ``lammps_p1_32_comm``). Beyond 2 ranks
+the cores are oversubscribed: cachegrind's counts do not care, on-CPU time hardly, the MPI
+times do.
 
 Protocol, per series (one kernel and metric, fitted as ``apmt evaluate`` fits it): start from
 the 3 smallest values of the series' axis (P; the size x for ``mm_cubeset``, a serial code
 measured at 9 sizes), hold out the largest as the target, and let each strategy add one value
 of the pool in between at a time, refitting on all it added, until the prediction at the
 target is within the tolerance (its worst point over the other parameters) or the pool is used
-up. Strategies: ``target_width`` (active learning, apmt.refine.target_width_after: the value
+up. The target plays the workflow's validation run (apmt.refine.choose_p validates at the
+largest candidate) and the pool its other candidates, so ``uncertainty`` is apmt's choice of
+the refit run: the widest relative 90% interval of the current fit. Fixed choices:
+``next_doubling`` (nearest to twice the largest measured), ``midpoint`` (nearest to the
+geometric middle of the largest measured and the target) and ``largest`` (the largest left);
+``target_width`` is an active-learning alternative (apmt.refine.target_width_after: the value
 whose run, landing one residual sigma above or below the current fit, leaves the narrowest
-expected 90% interval at the target; ties to the smaller), ``uncertainty`` (apmt.refine: the
-widest relative 90% interval of the current fit), ``uncertainty_refit`` (the same without the
-largest left, which choose_p keeps for validation), ``next_doubling`` (nearest to twice the
-largest measured), ``midpoint`` (nearest to the geometric middle of the largest measured and
-the target) and ``largest`` (the largest left). Prints per set, tolerance and strategy the
-series, the pool size, the mean runs added (a series that never gets there counts the whole
-pool), the mean runs of those that got there and the success rate.
+expected 90% interval at the target). Only series that need refinement count (the target's
+error above the tolerance before any run). Prints per set and tolerance, and over all sets
+(``all``), per strategy: the series, the pool size, the mean runs added (a series that never
+gets there counts the whole pool), the success rate, the mean runs of those that got there,
+and in how many series apmt's choice needed fewer (apmt_fewer) and more (apmt_more) runs.
 
-Measured (10% and 20%): ``target_width`` ties or trails the fixed choices except on
-mm_cubeset at 20% (fewer runs than every fixed choice, all series reached); it needs more
-runs on the LAMMPS pool and reaches fewer mm_cubeset series at 10%, so apmt.refine.choose_p
-keeps its rule. Taking the fit's prediction itself as the pseudo-run (no sigma) was worse: it
-favours the values next to the measured ones.
+Measured (2-core VM, all sets, 138 series at 10% and 127 at 20%): apmt's choice needs 2.00 and
+1.66 runs on average, next_doubling 2.14 and 1.83 (apmt fewer in 33 series, more in 10; 36
+and 10), midpoint 1.95 and 1.71 (22 and 12; 27 and 11), largest 2.00 and 1.65 (2 and 2; 0
+and 1): the widest interval is nearly always at the largest candidate, so the rule is
+"largest" in practice. On mm_cubeset at 10% it needs fewer runs than every fixed choice (2.62
+vs 3.85, 2.69, 2.69); on the LAMMPS counters to P = 32 midpoint needs fewer on average (2.05
+vs 2.20 at 10%) though more in 15 series and fewer in 8. target_width needs more runs
+(2.14 and 1.80), and weighting the interval by the log distance to the nearest measured P
+or the target (a spread design) did not win on every set either; choose_p keeps its rule.
 """
 
 from __future__ import annotations
@@ -46,9 +57,10 @@ from apmt.errors import ApmtError
 from apmt.evaluate import KEYS, series_points
 from apmt.fit import SeriesFit
 from apmt.ingest import import_profiles
+from apmt.kernels import classify
 from apmt.refine import TIE_DECIMALS, rank_by_uncertainty, target_width_after
 from apmt.series import fit_points, point_values
-from apmt.tables import read_table, write_text_atomic
+from apmt.tables import APP_KERNEL, read_table, write_text_atomic
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 START = 3
@@ -66,13 +78,9 @@ def _nearest(pool: list[float], wanted: float) -> float:
 
 
 def by_uncertainty(fit: SeriesFit, rows: pd.DataFrame, params: list[str], pool: list[float],
-                   axis: str, keep_largest: bool = False) -> float:
+                   axis: str) -> float:
     """The pool value where the current fit's 90% interval is widest (at the other
-    parameters' worst); ties go to the larger value, as in apmt.refine. ``keep_largest``
-    leaves the largest out while others remain: apmt.refine.choose_p's refit run, when the
-    largest is kept to validate."""
-    if keep_largest and len(pool) > 1:
-        pool = [value for value in pool if value != max(pool)]
+    parameters' worst); ties go to the larger value, as in apmt.refine.choose_p."""
     candidates = rows[rows[axis].isin(pool)]
     bounds = fit.predict(point_values(candidates, params))
     ranking = rank_by_uncertainty(candidates[axis].to_numpy(float), bounds)
@@ -98,18 +106,26 @@ FIXED = {
     "midpoint": lambda measured, pool, target: _nearest(pool, np.sqrt(max(measured) * target)),
     "largest": lambda measured, pool, target: max(pool),
 }
-STRATEGIES = ("target_width", "uncertainty", "uncertainty_refit", *FIXED)
-POOL_STUDY = "lammps-p1-8"
+APMT = "uncertainty"
+STRATEGIES = ("target_width", APMT, *FIXED)
 POOL_TEMPLATE = """name: {name}
 command: "lmp -in in.lj -var x {{size}} -var y {{size}} -var z {{size}} -var steps 100"
 setup: [{input}]
-p: [1, 2, 3, 4, 5, 6, 7, 8]
+p: {p}
 params: {{size: [0.6]}}
-repetitions: 3
-backend: none
-timeout_s: 120
+repetitions: {repetitions}
+backend: {backend}
+machine: generic-x86-2core-vm
+timeout_s: 600
 env: {{OMP_NUM_THREADS: 1}}
 """
+POOLS = {
+    # study: (P, repetitions, backend): wall time and MPI operations at P = 1..8; and the
+    # counters (cachegrind, exact whatever the load) and per-function time (perf cpu-clock,
+    # on-CPU time, so valid beyond the cores) up to P = 32, on LAMMPS' process grids
+    "lammps-p1-8": ([1, 2, 3, 4, 5, 6, 7, 8], 3, "none"),
+    "lammps-p1-32": ([1, 2, 3, 4, 6, 8, 12, 16, 24, 32], 1, "auto"),
+}
 
 
 def refine_series(key: tuple, rows: pd.DataFrame, params: list[str], per_rank: frozenset[str],
@@ -118,19 +134,21 @@ def refine_series(key: tuple, rows: pd.DataFrame, params: list[str], per_rank: f
     values = sorted(rows[axis].unique())
     measured, pool, target = list(values[:START]), list(values[START:-1]), values[-1]
     target_rows = rows[rows[axis] == target]
-    added = 0
+    added, start_error = 0, None
     while True:
         fit = fit_points(key, rows[rows[axis].isin(measured)], params, "benchmark", per_rank)
         predicted = fit.predict(point_values(target_rows, params))[0]
         error = float(np.max(np.abs(predicted / target_rows["value"].to_numpy(float) - 1)))
+        start_error = error if start_error is None else start_error
         if error <= tolerance or not pool:
-            return {"runs": added, "reached": error <= tolerance, "final_error": error,
+            return {"runs": added, "reached": error <= tolerance, "start_error": start_error,
+                    "final_error": error,
                     "added": ",".join(f"{v:g}" for v in measured[START:])}
         if strategy == "target_width":
             chosen = by_target_width(key, fit, rows, params, per_rank, measured, pool, axis,
                                      target)
-        elif strategy.startswith("uncertainty"):
-            chosen = by_uncertainty(fit, rows, params, pool, axis, strategy.endswith("refit"))
+        elif strategy == APMT:
+            chosen = by_uncertainty(fit, rows, params, pool, axis)
         else:
             chosen = FIXED[strategy](measured, pool, target)
         measured.append(chosen)
@@ -147,6 +165,8 @@ def run_set(name: str, table: pd.DataFrame, kind: str, params: list[str],
             per_rank: frozenset[str], axis: str, tolerances: list[float]) -> pd.DataFrame:
     """Every strategy on every series of one table (see the protocol above)."""
     series = series_points(table, kind, params)
+    if kind == "measurements" and APP_KERNEL in set(series["kernel"]):
+        series = series[series["kernel"].isin(modelled_kernels(series, params))]
     rows = []
     for key, group in series.groupby(KEYS, sort=True):
         group = group[group["value"] > 0]   # an operation does not communicate at P = 1
@@ -165,27 +185,57 @@ def run_set(name: str, table: pd.DataFrame, kind: str, params: list[str],
     return pd.DataFrame(rows)
 
 
+def modelled_kernels(series: pd.DataFrame, params: list[str]) -> list[str]:
+    """The kernels apmt models on their own (key, non-scalable; apmt.kernels) and the
+    application: a profile's thousands of small functions are summed into others."""
+    classes = classify(series, params, app_kernel=APP_KERNEL)
+    own = classes[classes["class"].isin(["key", "non-scalable", "application"])]
+    return own["kernel"].tolist()
+
+
 def run_pool(folder: Path) -> dict[str, tuple[pd.DataFrame, str]]:
-    """LAMMPS at P = 1..8 on this machine, profiled by apmt (raw runs are reused)."""
+    """LAMMPS profiled on this machine by apmt at the pools' P (raw runs are reused)."""
     folder.mkdir(parents=True, exist_ok=True)
-    study = folder / f"{POOL_STUDY}.yaml"
-    write_text_atomic(POOL_TEMPLATE.format(
-        name=POOL_STUDY, input=REPOSITORY / "data" / "lammps" / "in.lj"), study)
-    if cli_main(["profile", str(study), "--results", str(folder / "results")]) != 0:
-        raise SystemExit(f"apmt profile {study} failed")
-    tables = folder / "results" / POOL_STUDY
-    return {"lammps_p1_8": (read_table(tables / "measurements.csv"), "measurements"),
-            "lammps_p1_8_comm": (read_table(tables / "comm.csv", "communication"),
-                                 "communication")}
+    sets = {}
+    for name, (process_counts, repetitions, backend) in POOLS.items():
+        study = folder / f"{name}.yaml"
+        write_text_atomic(POOL_TEMPLATE.format(
+            name=name, input=REPOSITORY / "data" / "lammps" / "in.lj", p=process_counts,
+            repetitions=repetitions, backend=backend), study)
+        if cli_main(["profile", str(study), "--results", str(folder / "results")]) != 0:
+            raise SystemExit(f"apmt profile {study} failed")
+        tables = folder / "results" / name
+        label = name.replace("-", "_")
+        sets[label] = (read_table(tables / "measurements.csv"), "measurements")
+        sets[f"{label}_comm"] = (read_table(tables / "comm.csv", "communication"),
+                                 "communication")
+    return sets
 
 
 def summarise(results: pd.DataFrame) -> pd.DataFrame:
-    """Per set, tolerance and strategy: series, pool, mean runs, runs when reached, success."""
-    grouped = results.groupby(["set", "tolerance", "strategy"], sort=False)
+    """Per set and tolerance, over the series that need refinement (error at the target
+    above the tolerance before any run is added): per strategy the series, the pool, the mean
+    runs added, the success rate, the mean runs of those that got there, and in how many
+    series apmt's choice needed fewer and more runs than the strategy; then the same over all
+    sets (set ``all``)."""
+    needing = results[results["start_error"] > results["tolerance"]]
+    frames = [_summary(needing, ["set", "tolerance"]),
+              _summary(needing.assign(set="all", series=needing["set"] + ":"
+                                      + needing["series"]), ["set", "tolerance"])]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _summary(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    keys = [*by, "strategy"]
+    grouped = results.groupby(keys, sort=False)
     table = grouped.agg(series=("series", "nunique"), pool=("pool", "mean"),
                         mean_runs=("runs", "mean"), success=("reached", "mean"))
-    reached = results[results["reached"]].groupby(["set", "tolerance", "strategy"], sort=False)
-    table["runs_if_reached"] = reached["runs"].mean()
+    table["runs_if_reached"] = results[results["reached"]].groupby(keys, sort=False)[
+        "runs"].mean()
+    runs = results.pivot_table(index=[*by, "series"], columns="strategy", values="runs")
+    difference = runs.sub(runs[APMT], axis=0)   # > 0: the strategy needed more than apmt
+    table["apmt_fewer"] = (difference > 0).groupby(level=by).sum().stack()
+    table["apmt_more"] = (difference < 0).groupby(level=by).sum().stack()
     return table.reset_index()
 
 
@@ -195,7 +245,7 @@ def main() -> None:
     parser.add_argument("--tolerances", default="10,20", help="percent, comma-separated")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--run-pool", type=Path, metavar="DIR",
-                        help="also profile LAMMPS at P = 1..8 here into DIR")
+                        help="also profile LAMMPS at P = 1..8 and 1..32 here into DIR")
     parser.add_argument("-o", "--output", type=Path, help="per-series results (CSV)")
     args = parser.parse_args()
     tolerances = [float(t) / 100 for t in args.tolerances.split(",")]
@@ -210,7 +260,7 @@ def main() -> None:
             frames.append(run_set(name, table, kind, ["size"], frozenset(), "p", tolerances))
     results = pd.concat(frames, ignore_index=True)
     table = summarise(results)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}", na_rep="-"))
     print(f"({time.perf_counter() - started:.0f} s)")
     if args.output:
         results.to_csv(args.output, index=False)
