@@ -147,7 +147,9 @@ def choose_p(model: dict, measured_p: list[float], candidates: list[float] | Non
     ``candidates`` are the P one may run (None or empty: ``default_candidates``); measured and
     those above ``max_p`` are dropped. With ``count`` >= 2 the largest candidate validates
     (it tests the extrapolation the user asked for, and ``--holdout p=max`` finds it) and the
-    ``count - 1`` most uncertain of the others refit; with 1, the most uncertain refits.
+    ``count - 1`` most uncertain of the others refit; with 1, or when no candidate lies beyond
+    the measured P (a later round: the largest measured is held out and validates), the most
+    uncertain refit.
     Each chosen run: p, role (refit | validate), uncertainty, predicted, lower, upper, rank,
     reason.
     """
@@ -155,7 +157,7 @@ def choose_p(model: dict, measured_p: list[float], candidates: list[float] | Non
     if ranking.empty or count < 1:
         return []
     validate = []
-    if count >= 2 and len(ranking) >= 2:
+    if count >= 2 and len(ranking) >= 2 and ranking["p"].max() > max(measured_p):
         largest = ranking.loc[ranking["p"].idxmax()]
         validate.append(_choice(largest, "validate", (
             f"the largest candidate, P={largest['p']:g}: it tests the extrapolation ({what}: "

@@ -63,6 +63,16 @@ def test_choose_p_refits_where_the_fitted_interval_is_widest(lulesh_model: dict)
     assert "least certain" in runs[0]["reason"]
 
 
+def test_choose_p_refits_only_when_the_largest_measured_p_validates(lulesh_model: dict) -> None:
+    """A later round: P = 343 is measured (and held out), the candidates lie below it, so
+    both new runs refit, the two most uncertain."""
+    measured = [*TRAINING_P, 343]
+    runs = choose_p(lulesh_model, measured, [96, 150, 256, 300], {}, count=2)
+    assert [r["role"] for r in runs] == ["refit", "refit"]
+    assert round(runs[0]["uncertainty"], 4) >= round(runs[1]["uncertainty"], 4)   # ties: larger P
+    assert {r["p"] for r in runs} <= {96, 150, 256, 300}
+
+
 def test_target_width_after_refits_without_touching_later_fits(shared_data: Path) -> None:
     """Relearn's series share their points: the pseudo-run's refit (P = 4 of 5, one sigma off)
     must not lend its hypotheses to the real fit of the same points (the design cache)."""
