@@ -147,7 +147,11 @@ def test_after_a_lower_frequency_decision_the_workflow_reruns_and_solves(
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     refinement = json.loads((folder / targets[0]).read_text())
-    assert [r["action"] for r in refinement["rounds"]] == ["lower_frequency", "stop"]
+    # round 1 validates the same runs: within the tolerance or not (the ring's times vary),
+    # it runs nothing more, as the budget of one run is used
+    assert refinement["rounds"][0]["action"] == "lower_frequency"
+    assert refinement["rounds"][1]["action"] in ("none", "stop")
+    assert len(refinement["rounds"]) == 2
     solved = refinement["rounds"][1]["frequency_solution"]
     assert solved["accepted"] is False and solved["frequency_changed"] is False
     assert "the machine did not change its frequency: the model keeps its first parameters" \
