@@ -77,8 +77,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         if comm is not None and app_kernel is not None else None
     unaccounted = _unaccounted(runs) if runs is not None and app_kernel == APP_KERNEL \
         else pd.DataFrame()
-    series_table = pd.concat([table[table["kernel"].isin(modelled)],
-                              _aggregate(table, aggregated, params), unaccounted],
+    others, others_notes = _aggregate(table, aggregated, params)
+    series_table = pd.concat([table[table["kernel"].isin(modelled)], others, unaccounted],
                              ignore_index=True)
     series = _fit_all_series(series_table, params, source, per_rank_params)
     model = {
@@ -99,6 +99,7 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     model["mode"] = _mode(model)
     model["notes"] = _notes(model)
     model["notes"] += [f"MPI operation {name} not modelled: {why}" for name, why in left_out]
+    model["notes"] += others_notes
     return model
 
 
@@ -128,14 +129,22 @@ def _unaccounted(runs: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(kernel=UNACCOUNTED, metric=TIME_METRIC, reps=1)
 
 
-def _aggregate(table: pd.DataFrame, kernels: list[str], params: list[str]) -> pd.DataFrame:
-    """The aggregated kernel: the sum of the small, scaling functions, per metric and point."""
+def _aggregate(table: pd.DataFrame, kernels: list[str],
+               params: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The aggregated kernel: the sum of the small, scaling functions, per metric and point;
+    and notes for its metrics seen at too few P to fit (a sampled profile whose small
+    functions got no sample at some P), which the model leaves out."""
     rows = table[table["kernel"].isin(kernels)]
     if rows.empty:
-        return rows
+        return rows, []
     summed = rows.groupby(["metric", "p", *params], as_index=False).agg(
         value=("value", "sum"), reps=("reps", "min"))
-    return summed.assign(kernel=OTHERS)
+    seen_at = summed.groupby("metric")["p"].transform("nunique")
+    notes = [f"{OTHERS} {metric} not modelled: measured at {count} P only (the aggregated "
+             f"functions had no samples at the others), fewer than {MIN_DISTINCT_P}"
+             for metric, count in summed.groupby("metric")["p"].nunique().items()
+             if count < MIN_DISTINCT_P]
+    return summed[seen_at >= MIN_DISTINCT_P].assign(kernel=OTHERS), notes
 
 
 def _fit_all_series(table: pd.DataFrame, params: list[str], source: str,

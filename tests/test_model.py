@@ -372,6 +372,20 @@ def test_an_operation_no_shape_follows_is_left_out_with_a_note() -> None:
                for note in model["notes"]), model["notes"]
 
 
+
+def test_small_functions_sampled_at_two_p_only_are_left_out_with_a_note() -> None:
+    """A sampled profile (tests/mpi_programs/imbalance.c at P = 1, 2, 3 once gave this): the
+    small functions got no sample at P = 1, so the aggregated kernel is seen at 2 P; the model
+    is still built, without it, and says so."""
+    rows = [{"kernel": "relax", "metric": "time", "p": p, "value": 1.0 / p} for p in (1, 2, 3)]
+    rows += [{"kernel": "helper", "metric": "time", "p": p, "value": 0.004} for p in (2, 3)]
+    model = build_model(check_table(pd.DataFrame(rows), "m"), [], source="sampled")
+    assert {entry["kernel"] for entry in model["series"]} == {"relax"}
+    assert any(note.startswith(f"{OTHERS} time not modelled: measured at 2 P only")
+               for note in model["notes"]), model["notes"]
+    predicted = predict(model, pd.DataFrame({"p": [6]}))
+    assert np.isfinite(predicted["predicted"]).all()
+
 def test_time_outside_computation_and_mpi_is_modelled() -> None:
     """A measured wall time above computation plus MPI in every run (start-up, waits outside
     MPI) becomes <unaccounted>, part of T_others, so that T_app meets the measured time."""
