@@ -139,12 +139,12 @@ def _aggregate(table: pd.DataFrame, kernels: list[str],
         return rows, []
     summed = rows.groupby(["metric", "p", *params], as_index=False).agg(
         value=("value", "sum"), reps=("reps", "min"))
-    seen_at = summed.groupby("metric")["p"].transform("nunique")
+    seen_at = summed.groupby("metric")["p"].nunique()
     notes = [f"{OTHERS} {metric} not modelled: measured at {count} P only (the aggregated "
              f"functions had no samples at the others), fewer than {MIN_DISTINCT_P}"
-             for metric, count in summed.groupby("metric")["p"].nunique().items()
-             if count < MIN_DISTINCT_P]
-    return summed[seen_at >= MIN_DISTINCT_P].assign(kernel=OTHERS), notes
+             for metric, count in seen_at[seen_at < MIN_DISTINCT_P].items()]
+    fitted = summed["metric"].map(seen_at) >= MIN_DISTINCT_P
+    return summed[fitted].assign(kernel=OTHERS), notes
 
 
 def _fit_all_series(table: pd.DataFrame, params: list[str], source: str,

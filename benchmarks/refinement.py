@@ -58,6 +58,7 @@ from apmt.evaluate import KEYS, series_points
 from apmt.fit import SeriesFit
 from apmt.ingest import import_profiles
 from apmt.kernels import classify
+from apmt.model import MODELLED
 from apmt.refine import TIE_DECIMALS, rank_by_uncertainty, target_width_after
 from apmt.series import fit_points, point_values
 from apmt.tables import APP_KERNEL, read_table, write_text_atomic
@@ -134,15 +135,13 @@ def refine_series(key: tuple, rows: pd.DataFrame, params: list[str], per_rank: f
     values = sorted(rows[axis].unique())
     measured, pool, target = list(values[:START]), list(values[START:-1]), values[-1]
     target_rows = rows[rows[axis] == target]
-    added, start_error = 0, None
+    added = 0
     while True:
         fit = fit_points(key, rows[rows[axis].isin(measured)], params, "benchmark", per_rank)
         predicted = fit.predict(point_values(target_rows, params))[0]
         error = float(np.max(np.abs(predicted / target_rows["value"].to_numpy(float) - 1)))
-        start_error = error if start_error is None else start_error
         if error <= tolerance or not pool:
-            return {"runs": added, "reached": error <= tolerance, "start_error": start_error,
-                    "final_error": error,
+            return {"runs": added, "reached": error <= tolerance, "final_error": error,
                     "added": ",".join(f"{v:g}" for v in measured[START:])}
         if strategy == "target_width":
             chosen = by_target_width(key, fit, rows, params, per_rank, measured, pool, axis,
@@ -186,11 +185,10 @@ def run_set(name: str, table: pd.DataFrame, kind: str, params: list[str],
 
 
 def modelled_kernels(series: pd.DataFrame, params: list[str]) -> list[str]:
-    """The kernels apmt models on their own (key, non-scalable; apmt.kernels) and the
-    application: a profile's thousands of small functions are summed into others."""
+    """The kernels apmt models on their own (apmt.model.MODELLED: key, non-scalable and the
+    application): a profile's thousands of small functions are summed into others."""
     classes = classify(series, params, app_kernel=APP_KERNEL)
-    own = classes[classes["class"].isin(["key", "non-scalable", "application"])]
-    return own["kernel"].tolist()
+    return classes.loc[classes["class"].isin(MODELLED), "kernel"].tolist()
 
 
 def run_pool(folder: Path) -> dict[str, tuple[pd.DataFrame, str]]:
@@ -218,14 +216,14 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     runs added, the success rate, the mean runs of those that got there, and in how many
     series apmt's choice needed fewer and more runs than the strategy; then the same over all
     sets (set ``all``)."""
-    needing = results[results["start_error"] > results["tolerance"]]
-    frames = [_summary(needing, ["set", "tolerance"]),
-              _summary(needing.assign(set="all", series=needing["set"] + ":"
-                                      + needing["series"]), ["set", "tolerance"])]
-    return pd.concat(frames, ignore_index=True)
+    # within the tolerance at once (no run added, reached) is the same for every strategy
+    needing = results[(results["runs"] > 0) | ~results["reached"]]
+    pooled = needing.assign(set="all", series=needing["set"] + ":" + needing["series"])
+    return pd.concat([_summary(needing), _summary(pooled)], ignore_index=True)
 
 
-def _summary(results: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def _summary(results: pd.DataFrame) -> pd.DataFrame:
+    by = ["set", "tolerance"]
     keys = [*by, "strategy"]
     grouped = results.groupby(keys, sort=False)
     table = grouped.agg(series=("series", "nunique"), pool=("pool", "mean"),

@@ -200,8 +200,8 @@ def test_the_round_after_the_rerun_validates_with_the_accepted_solution(
                    "--evaluation", tmp_path / "evaluation.csv", "-o", decision,
                    *frequency_options)
         assert done.code == 0, done.err
-        return json.loads(decision.read_text())["validation"]["error"], \
-            json.loads(decision.read_text())
+        decided = json.loads(decision.read_text())
+        return decided["validation"]["error"], decided
 
     first, _ = round_error()
     refined, decision = round_error("--frequency-table", frequency)
