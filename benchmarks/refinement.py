@@ -1,8 +1,8 @@
 """Refinement runs: does choosing the next P where the model is least certain reach the
 tolerance in fewer runs than fixed choices?
 
-Usage: python benchmarks/refinement.py [DATA_DIR] [--tolerances 10,20] [--run-pool DIR]
-       [-o OUT_CSV]
+Usage: python benchmarks/refinement.py [DATA_DIR] [--tolerances 10,20]
+       [--run-pool DIR [DIR ...]] [-o OUT_CSV]
 DATA_DIR defaults to the shared measurement folder beside the repository (../shared/data).
 The published sets have 5 P, so their pool holds one P and every strategy makes the same
 choice there. ``--run-pool DIR`` also profiles LAMMPS here with ``apmt profile`` into DIR (raw
@@ -12,7 +12,9 @@ and ``lammps_p1_8_comm``); and at P = 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 (process 
 likes) with perf cpu-clock and cachegrind, the time and counters of the kernels apmt models
 on their own and the MPI operations (``lammps_p1_32``, ``lammps_p1_32_comm``). Beyond 2 ranks
 the cores are oversubscribed: cachegrind's counts do not care, on-CPU time hardly, the MPI
-times do.
+times do. Several folders are independent realizations of the same pool (the sets get
+``_run1``, ``_run2``, ...): timing noise moves which strategy wins a series, so one profile is
+not enough to tell strategies apart.
 
 Protocol, per series (one kernel and metric, fitted as ``apmt evaluate`` fits it): start from
 the 3 smallest values of the series' axis (P; the size x for ``mm_cubeset``, a serial code
@@ -30,17 +32,23 @@ expected 90% interval at the target). Only series that need refinement count (th
 error above the tolerance before any run). Prints per set and tolerance, and over all sets
 (``all``), per strategy: the series, the pool size, the mean runs added (a series that never
 gets there counts the whole pool), the success rate, the mean runs of those that got there,
-and in how many series apmt's choice needed fewer (apmt_fewer) and more (apmt_more) runs.
+in how many series apmt's choice needed fewer (apmt_fewer) and more (apmt_more) runs, and the
+two-sided sign test of those counts (sign_p: the chance of a split at least as uneven if
+neither needed fewer runs more often).
 
-Measured (2-core VM, all sets, 138 series at 10% and 127 at 20%): apmt's choice needs 2.00 and
-1.66 runs on average, next_doubling 2.14 and 1.83 (apmt fewer in 33 series, more in 10; 36
-and 10), midpoint 1.95 and 1.71 (22 and 12; 27 and 11), largest 2.00 and 1.65 (2 and 2; 0
-and 1): the widest interval is nearly always at the largest candidate, so the rule is
-"largest" in practice. On mm_cubeset at 10% it needs fewer runs than every fixed choice (2.62
-vs 3.85, 2.69, 2.69); on the LAMMPS counters to P = 32 midpoint needs fewer on average (2.05
-vs 2.20 at 10%) though more in 15 series and fewer in 8. target_width needs more runs
-(2.14 and 1.80), and weighting the interval by the log distance to the nearest measured P
-or the target (a spread design) did not win on every set either; choose_p keeps its rule.
+Measured (2-core VM; the published sets and three realizations of the LAMMPS pools, 3 min
+24 s once profiled; 373 series need refining at 10%, 339 at 20%): apmt's choice needs 2.31
+and 1.93 runs on average; next_doubling 2.98 and 2.51 (apmt fewer in 151 series, more in 22;
+115 and 24; sign_p < 0.001), midpoint 2.77 and 2.26 (132 and 21; 114 and 30; < 0.001),
+largest 2.33 and 1.92 (6 and 4, sign_p 0.75; 2 and 6, 0.29). The widest interval is nearly
+always at the largest candidate, so the rule does what "largest" does and no better. On
+mm_cubeset at 10% it needs fewer runs than every fixed choice (2.62 vs 3.85, 2.69, 2.69).
+One realization alone misleads: midpoint needed fewer runs than apmt on the LAMMPS counters
+of an earlier profile (2.05 vs 2.20 at 10%), more at 10% on each of these three (at 20%
+fewer on one of them, 2.23 vs 2.45, though more in 21 series and fewer in 14). target_width needs
+more runs (2.67 and 2.28); weighting the interval by the log distance to the nearest
+measured P or the target (a spread design), or counting widths within 5% of the widest as
+ties, did not need fewer than "largest" either; choose_p keeps its rule.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from apmt.cli import main as cli_main
 from apmt.errors import ApmtError
@@ -234,7 +243,15 @@ def _summary(results: pd.DataFrame) -> pd.DataFrame:
     difference = runs.sub(runs[APMT], axis=0)   # > 0: the strategy needed more than apmt
     table["apmt_fewer"] = (difference > 0).groupby(level=by).sum().stack()
     table["apmt_more"] = (difference < 0).groupby(level=by).sum().stack()
+    table["sign_p"] = [sign_test(fewer, more) for fewer, more
+                       in zip(table["apmt_fewer"], table["apmt_more"], strict=True)]
     return table.reset_index()
+
+
+def sign_test(fewer: int, more: int) -> float:
+    """Two-sided sign test of the paired counts: how likely a split at least this uneven is
+    if neither strategy needed fewer runs more often (1 when they never differ)."""
+    return float(stats.binomtest(int(fewer), int(fewer + more)).pvalue) if fewer + more else 1.0
 
 
 def main() -> None:
@@ -242,8 +259,9 @@ def main() -> None:
     parser.add_argument("data", nargs="?", type=Path, default=REPOSITORY.parent / "shared" / "data")
     parser.add_argument("--tolerances", default="10,20", help="percent, comma-separated")
     parser.add_argument("--sets", default=",".join(SETS))
-    parser.add_argument("--run-pool", type=Path, metavar="DIR",
-                        help="also profile LAMMPS at P = 1..8 and 1..32 here into DIR")
+    parser.add_argument("--run-pool", type=Path, metavar="DIR", nargs="+", default=[],
+                        help="also profile LAMMPS at P = 1..8 and 1..32 into DIR; several "
+                             "folders are independent realizations (sets get _run1, _run2, ..)")
     parser.add_argument("-o", "--output", type=Path, help="per-series results (CSV)")
     args = parser.parse_args()
     tolerances = [float(t) / 100 for t in args.tolerances.split(",")]
@@ -253,9 +271,11 @@ def main() -> None:
         _, _, params, per_rank, axis = SETS[name]
         frames.append(run_set(name, *published_set(name, args.data), params,
                               frozenset(per_rank), axis, tolerances))
-    if args.run_pool:
-        for name, (table, kind) in run_pool(args.run_pool).items():
-            frames.append(run_set(name, table, kind, ["size"], frozenset(), "p", tolerances))
+    for index, folder in enumerate(args.run_pool, start=1):
+        suffix = f"_run{index}" if len(args.run_pool) > 1 else ""
+        for name, (table, kind) in run_pool(folder).items():
+            frames.append(run_set(name + suffix, table, kind, ["size"], frozenset(), "p",
+                                  tolerances))
     results = pd.concat(frames, ignore_index=True)
     table = summarise(results)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}", na_rep="-"))
