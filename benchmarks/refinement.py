@@ -48,7 +48,7 @@ of an earlier profile (2.05 vs 2.20 at 10%), more at 10% on each of these three 
 fewer on one of them, 2.23 vs 2.45, though more in 21 series and fewer in 14).
 target_width needs more runs (2.67 and 2.28); weighting the interval by the log distance to
 the nearest measured P or the target (a spread design), or counting widths within 2% to 50%
-of the widest as ties (2.31 to 2.35 and 1.91 to 1.95), did not need fewer than "largest"
+of the widest as ties (2.31 to 2.33 and 1.92 to 1.95), did not need fewer than "largest"
 either; choose_p keeps its rule.
 """
 
