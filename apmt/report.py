@@ -71,9 +71,11 @@ def _value_axis(ax: Axes, values: np.ndarray, label: str) -> None:
 
 
 def _p_grid(measured_p: Sequence[float]) -> np.ndarray:
-    """P from the smallest measured to EXTRAPOLATION times the largest, evenly in log P."""
+    """Whole P from the smallest measured to EXTRAPOLATION times the largest, evenly in log P:
+    between 1 and 2 ranks a model means nothing, and a communication fit (nothing to send at
+    P = 1) flares there."""
     low, high = float(np.min(measured_p)), float(np.max(measured_p)) * EXTRAPOLATION
-    return np.unique(np.concatenate([np.geomspace(low, high, 80), measured_p]))
+    return np.unique(np.concatenate([np.round(np.geomspace(low, high, 80)), measured_p]))
 
 
 def _classes(model: dict) -> dict[str, str]:

@@ -78,6 +78,10 @@ def test_scaling(study, tmp_path):
     labels = figure.axes[0].get_legend_handles_labels()[1]
     assert any(label.startswith("measured") for label in labels)
     assert any(label.startswith("model") for label in labels)
+    model_line = figure.axes[0].get_lines()[0]
+    drawn_p = model_line.get_xdata()
+    assert (drawn_p == drawn_p.round()).all()   # ranks come whole
+    assert {32, 64, 128, 256, 512} <= set(drawn_p)
 
 
 def test_breakdown(study, tmp_path):
