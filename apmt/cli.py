@@ -775,7 +775,13 @@ def run_refine_round(args: argparse.Namespace) -> None:
     runs, where its intervals are widest."""
     from apmt.evaluate import validate
     from apmt.model import build_model
-    from apmt.refine import apply_frequency_solution, frequency_control, plan_round, runs_asked
+    from apmt.refine import (
+        apply_frequency_solution,
+        frequency_control,
+        plan_round,
+        runs_asked,
+        with_frequency_outcome,
+    )
 
     table, params, per_rank = _read_with_params(args, args.table, "measurements")
     comm, options = _model_inputs(args, params, per_rank)
@@ -796,12 +802,7 @@ def run_refine_round(args: argparse.Namespace) -> None:
     decision["base_p"] = args.base_p
     decision["validation"] = validation
     if outcome is not None:
-        decision["frequency_solution"] = {"file": str(args.frequency_solution), **outcome}
-        decision["keeps_model"] = not outcome["accepted"]
-        validated = ("validated with it" if outcome["accepted"]
-                     else "validated with the first parameters")
-        decision["reason"] = (f"lower-frequency rerun: {outcome['reason']}; {validated}. "
-                              f"{decision['reason']}")
+        decision = with_frequency_outcome(decision, outcome, str(args.frequency_solution))
     write_table(rows, args.evaluation)
     write_text_atomic(json.dumps(validation, indent=1) + "\n", args.validation)
     write_text_atomic(json.dumps(decision, indent=1, default=float) + "\n", args.output)

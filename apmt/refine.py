@@ -567,6 +567,18 @@ def judge_frequency(measurements: pd.DataFrame, record: Mapping,
     return solution, {**outcome, "reason": reason}
 
 
+def with_frequency_outcome(decision: dict, outcome: dict, solution_file: str) -> dict:
+    """A round's decision that follows a lower-frequency rerun: the rerun's solution and
+    outcome (judge_frequency), whether the model keeps its first parameters, and which ones
+    the validation used."""
+    validated = ("validated with it" if outcome["accepted"]
+                 else "validated with the first parameters")
+    return {**decision, "frequency_solution": {"file": solution_file, **outcome},
+            "keeps_model": not outcome["accepted"],
+            "reason": f"lower-frequency rerun: {outcome['reason']}; {validated}. "
+                      f"{decision['reason']}"}
+
+
 def _solve_or_why(measurements: pd.DataFrame, record: Mapping,
                   load: Callable[[str], dict]) -> tuple[pd.DataFrame, str | None]:
     """The solution, or an empty one and why Eq. 5 could not be solved."""

@@ -22,7 +22,7 @@ import pandas as pd
 from apmt.collect.backends.base import Backend
 from apmt.collect.extract import finished_runs, read_measurements
 from apmt.collect.runner import RunRecord, raw_dir, read_run_json, run_study, timing_pass
-from apmt.collect.study import Study, with_frequency, with_p
+from apmt.collect.study import Run, Study, with_frequency, with_p
 from apmt.errors import ApmtError
 
 MIN_DROP = 0.05   # under Slurm, the measured clock must drop this much for the rerun to count
@@ -79,15 +79,18 @@ def slurm_mark(info: dict, ghz: float, reference_mhz: float | None) -> dict:
 
 def base_mhz(results_dir: Path, study: Study, backends: list[Backend]) -> float | None:
     """The median measured clock of the study's own finished runs (None without any)."""
-    clocks = [_clock(dirs[timing_pass(backends)]) for _, dirs in
-              finished_runs(Path(results_dir), study, backends)]
-    clocks = [mhz for mhz in clocks if mhz is not None]
+    return median_mhz(finished_runs(Path(results_dir), study, backends), backends)
+
+
+def median_mhz(finished: list[tuple[Run, list[Path]]], backends: list[Backend]) -> float | None:
+    """The median measured clock (run.json field cpu_mhz) of these finished runs."""
+    clocks = [_timing_record(dirs, backends).get("cpu_mhz") for _, dirs in finished]
+    clocks = [float(mhz) for mhz in clocks if isinstance(mhz, int | float)]
     return statistics.median(clocks) if clocks else None
 
 
-def _clock(run_dir: Path) -> float | None:
-    mhz = (read_run_json(run_dir) or {}).get("cpu_mhz")
-    return float(mhz) if isinstance(mhz, int | float) else None
+def _timing_record(dirs: list[Path], backends: list[Backend]) -> dict:
+    return read_run_json(dirs[timing_pass(backends)]) or {}
 
 
 # ---------------------------------------------------------------------------- extraction
@@ -101,16 +104,16 @@ def extract_frequency(results_dir: Path, study: Study, p: int, ghz: float,
 
     base = with_p(study, [p])
     lowered = with_frequency(base, ghz)
-    frames, sets = [], {}
+    frames, sets, finished = [], {}, {}
     for name, runs in (("base", base), ("lowered", lowered)):
-        clock = base_mhz(results_dir, runs, backends)
+        finished[name], table = read_measurements(Path(results_dir), runs, backends)
+        clock = median_mhz(finished[name], backends)
         if clock is None:
             raise ApmtError(f"{raw_dir(results_dir, study)}: no finished run with a measured "
                             f"clock (run.json field 'cpu_mhz') among the {name} runs at P={p}")
-        _, table = read_measurements(Path(results_dir), runs, backends)
         frames.append(table.assign(frequency_ghz=clock / 1000))
         sets[name] = clock / 1000
-    marks = _marks(results_dir, lowered, backends)
+    marks = [_timing_record(dirs, backends) for _, dirs in finished["lowered"]]
     record = {"study": study.name, "p": p, "requested_ghz": ghz, "base_ghz": sets["base"],
               "lowered_ghz": sets["lowered"], "changed": bool(marks) and all(
                   mark.get("frequency_changed") for mark in marks),
@@ -125,7 +128,3 @@ def extract_frequency(results_dir: Path, study: Study, p: int, ghz: float,
 def frequency_sidecar(table: Path) -> Path:
     return table.with_name(table.name + SIDECAR)
 
-
-def _marks(results_dir: Path, lowered: Study, backends: list[Backend]) -> list[dict]:
-    return [read_run_json(dirs[timing_pass(backends)]) or {} for _, dirs in
-            finished_runs(Path(results_dir), lowered, backends)]
