@@ -1,7 +1,7 @@
 """Accuracy of apmt next to the baselines and Extra-P: fit on P < P_max, predict P_max.
 
 Usage: python benchmarks/accuracy.py [DATA_DIR] [-o OUT_CSV]
-DATA_DIR defaults to the shared measurement folder beside the repository (../shared/data).
+DATA_DIR defaults to the repository's data/ folder (real measurements, see data/README.md).
 Prints, per data set and method, the median and 90th percentile absolute percentage error
 and apmt's 90%-interval coverage, from one run.
 """
@@ -41,7 +41,7 @@ def run(data: Path, baselines: list[str]) -> pd.DataFrame:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", type=Path, default=REPOSITORY.parent / "shared" / "data")
+    parser.add_argument("data", nargs="?", type=Path, default=REPOSITORY / "data")
     parser.add_argument("--baselines", default="analytic,amdahl,powerlaw,extrap")
     parser.add_argument("-o", "--output", type=Path)
     args = parser.parse_args()

@@ -3,7 +3,7 @@ tolerance in fewer runs than fixed choices?
 
 Usage: python benchmarks/refinement.py [DATA_DIR] [--tolerances 10,20]
        [--run-pool DIR [DIR ...]] [-o OUT_CSV]
-DATA_DIR defaults to the shared measurement folder beside the repository (../shared/data).
+DATA_DIR defaults to the repository's data/ folder (real measurements, see data/README.md).
 The published sets have 5 P, so their pool holds one P and every strategy makes the same
 choice there. ``--run-pool DIR`` also profiles LAMMPS here with ``apmt profile`` into DIR (raw
 runs are reused; about 5 minutes on 2 cores the first time), the LJ input at 6,912 atoms and
@@ -257,7 +257,7 @@ def sign_test(fewer: int, more: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", nargs="?", type=Path, default=REPOSITORY.parent / "shared" / "data")
+    parser.add_argument("data", nargs="?", type=Path, default=REPOSITORY / "data")
     parser.add_argument("--tolerances", default="10,20", help="percent, comma-separated")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--run-pool", type=Path, metavar="DIR", nargs="+", default=[],

@@ -3,22 +3,36 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+MEASURED_DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """The shared data folder (see its README); tests that need it skip when it is absent."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data folder {SHARED_DATA} not present")
-    return SHARED_DATA
+def measured_data() -> Path:
+    """The repository's ``data/`` folder: real measurements made by others (see its README)."""
+    return MEASURED_DATA
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """apmt's cache folder (compiled probes, this host's machine file) for this session only:
+    a test that profiles a study naming no machine measures this host for real, once per
+    session, and the user's cache stays as it was. Subprocesses (snakemake) inherit it."""
+    folder = tmp_path_factory.mktemp("cache")
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved
 
 
 @dataclass

@@ -144,9 +144,9 @@ def test_model_with_a_communication_table_predicts_its_operations(tmp_path: Path
 
 
 @pytest.fixture(scope="module")
-def collectives(shared_data: Path) -> pd.DataFrame:
+def collectives(measured_data: Path) -> pd.DataFrame:
     table, kind = import_profiles("collectives",
-                                  [shared_data / "mpi_collectives" / "mpi_data.csv"])
+                                  [measured_data / "mpi_collectives" / "mpi_data.csv"])
     assert kind == "communication"
     return comm_points(table, [])
 

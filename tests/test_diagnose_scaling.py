@@ -67,9 +67,9 @@ def check_components(model: dict, values: dict[str, np.ndarray]) -> None:
 # --------------------------------------------------------------------- real data: RELeARN
 
 @pytest.fixture(scope="module")
-def relearn(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def relearn(measured_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """RELeARN's profiles (no per-rank values) and their model, as a results folder."""
-    path = shared_data / "relearn" / "relearn_data.txt"
+    path = measured_data / "relearn" / "relearn_data.txt"
     measurements, _ = import_profiles("extrap-text", [path])
     model = build_model(measurements, ["n"], source=str(path), app_kernel="main()",
                         per_rank_params=frozenset({"n"}))

@@ -14,8 +14,6 @@ import pytest
 from apmt.errors import ApmtError
 from apmt.extrap_peer import NOT_INSTALLED, extrap_predict, find_extrap_python
 
-RELEARN = Path(__file__).resolve().parents[2] / "shared" / "data" / "relearn" / "relearn_data.txt"
-
 pytestmark = pytest.mark.extrap
 needs_extrap = pytest.mark.skipif(
     find_extrap_python() is None,
@@ -61,10 +59,8 @@ def test_two_parameter_product_is_recovered() -> None:
 
 
 @needs_extrap
-def test_relearn_extrapolation_error_matches_published_figure() -> None:
-    if not RELEARN.is_file():
-        pytest.skip(f"RELeARN data not found at {RELEARN}")
-    table = _read_relearn(RELEARN)
+def test_relearn_extrapolation_error_matches_published_figure(measured_data: Path) -> None:
+    table = _read_relearn(measured_data / "relearn" / "relearn_data.txt")
     train = table[table["p"] < 512]
     truth = (table[table["p"] == 512]
              .groupby(["kernel", "metric", "p", "n"], as_index=False)["value"].mean())

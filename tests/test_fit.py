@@ -72,9 +72,9 @@ def test_fit_survives_storage() -> None:
     assert again.function == fit.function
 
 
-def test_relearn_main_at_512(shared_data) -> None:
+def test_relearn_main_at_512(measured_data) -> None:
     """RELeARN's main() at P=512 from P<=256: within 20%, and inside its 90% interval."""
-    table, _ = import_profiles("extrap-text", [shared_data / "relearn" / "relearn_data.txt"])
+    table, _ = import_profiles("extrap-text", [measured_data / "relearn" / "relearn_data.txt"])
     series = points(table, ["n"])
     main = series[series["kernel"] == "main()"]
     fit = fit_points(("main()", "time"), main[main["p"] < 512], ["n"], "relearn",

@@ -1,4 +1,4 @@
-"""The Caliper importer against the LULESH spot files in the shared data folder."""
+"""The Caliper importer against the LULESH spot files in the repository's data/ folder."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ P_VALUES = [27, 64, 125, 216, 343]
 
 
 @pytest.fixture(scope="module")
-def data(shared_data: Path) -> Path:
-    return shared_data
+def data(measured_data: Path) -> Path:
+    return measured_data
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The CUBE4 importer against real Score-P profiles in the shared data folder."""
+"""The CUBE4 importer against real Score-P profiles in the repository's data/ folder."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from apmt.tables import check_table
 
 
 @pytest.fixture(scope="module")
-def data(shared_data: Path) -> Path:
-    return shared_data
+def data(measured_data: Path) -> Path:
+    return measured_data
 
 
 def checked(table: pd.DataFrame) -> pd.DataFrame:
@@ -96,15 +96,35 @@ def test_reading_is_fast(data: Path) -> None:
     assert time.perf_counter() - start < 5
 
 
+def negative_exclusive(profile: Path, metric: str) -> list[tuple[int, int]]:
+    """(cnode id, location) where the callees' inclusive values add up to more than the cnode's
+    own: a negative exclusive value. From pycubexr's inclusive values, without its clamping."""
+    found = []
+    with CubexParser(profile) as cube:
+        values = cube.get_metric_values(cube.get_metric_by_name(metric))
+        for cnode in cube.all_cnodes():
+            own = values.cnode_values(cnode, convert_to_inclusive=True).astype(np.int64)
+            callees = sum((values.cnode_values(child, convert_to_inclusive=True).astype(np.int64)
+                           for child in cnode.get_children()), np.zeros_like(own))
+            found += [(cnode.id, int(location)) for location in np.flatnonzero(own < callees)]
+    return found
+
+
 def test_negative_exclusive_counters_become_zero(data: Path, tmp_path: Path) -> None:
-    """This Kripke profile has callees that counted more PAPI_L3_DCA than their caller."""
-    run = tmp_path / "kripke.p128.r1"
+    """This Kripke profile (6 of its 128 ranks, see data/README.md) has callees that counted
+    more PAPI_L3_DCA than their caller."""
+    profile = data / "scorep_counters" / "hw_counter" / "L3_DCA_negative.cubex"
+    negative = negative_exclusive(profile, "PAPI_L3_DCA")
+    assert negative, "the raw profile must hold negative exclusive values, or this tests nothing"
+    run = tmp_path / "kripke.p6.r1"
     run.mkdir()
-    shutil.copy(data / "scorep_counters" / "hw_counter" / "L3_DCA_negative.cubex",
-                run / "profile.cubex")
+    shutil.copy(profile, run / "profile.cubex")
     table = checked(read_cube([run]))
     assert (table["value"] >= 0).all()
-    assert "papi_l3_dca" in set(table["metric"])
+    counter = table[table["metric"] == "papi_l3_dca"].set_index(["kernel", "rank"])["value"]
+    paths = call_paths(profile)
+    # one thread per rank: location i is rank i
+    assert [counter[paths[cnode], location] for cnode, location in negative] == [0] * len(negative)
 
 
 def test_metric_names() -> None:

@@ -22,8 +22,8 @@ NEVER_RUN = "Update #synaptic elements + del synapses"
 
 
 @pytest.fixture(scope="module")
-def relearn_file(shared_data: Path) -> Path:
-    return shared_data / "relearn" / "relearn_data.txt"
+def relearn_file(measured_data: Path) -> Path:
+    return measured_data / "relearn" / "relearn_data.txt"
 
 
 def test_relearn_as_read(relearn_file: Path) -> None:
@@ -95,8 +95,8 @@ def test_malformed_extrap_text(tmp_path: Path, text: str, problem: str) -> None:
     assert problem in str(error.value)
 
 
-def test_collectives(shared_data: Path) -> None:
-    source = shared_data / "mpi_collectives" / "mpi_data.csv"
+def test_collectives(measured_data: Path) -> None:
+    source = measured_data / "mpi_collectives" / "mpi_data.csv"
     table, kind = import_profiles("collectives", [source])
     assert kind == "communication"
     assert list(table.columns) == ["op", "library", "calls", "bytes", "time", "p"]

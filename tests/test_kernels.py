@@ -19,9 +19,9 @@ FLAT = "main/lulesh.cycle/LagrangeLeapFrog/CalcTimeConstraintsForElems"
 
 
 @pytest.fixture(scope="module")
-def lulesh(shared_data: Path) -> pd.DataFrame:
+def lulesh(measured_data: Path) -> pd.DataFrame:
     """The points of the LULESH Caliper profiles (time per rank, P = 27..343)."""
-    files = sorted((shared_data / "lulesh_caliper_opal").glob("*.cali"))
+    files = sorted((measured_data / "lulesh_caliper_opal").glob("*.cali"))
     table, _ = import_profiles("caliper", files)
     return points(table, [])
 
@@ -160,8 +160,8 @@ def test_kernels_without_cycles_are_classified_by_time() -> None:
     assert kernels["max_share"].notna().all()
 
 
-def test_relearn_application_kernel(shared_data: Path) -> None:
-    table, _ = import_profiles("extrap-text", [shared_data / "relearn" / "relearn_data.txt"])
+def test_relearn_application_kernel(measured_data: Path) -> None:
+    table, _ = import_profiles("extrap-text", [measured_data / "relearn" / "relearn_data.txt"])
     kernels = by_kernel(classify(points(table, ["n"]), ["n"], app_kernel="main()"))
     assert kernels.loc["main()", "class"] == "application"
     assert kernels.loc["main()", "max_share"] == pytest.approx(1.0)

@@ -35,9 +35,9 @@ BUDGET = {"max_rounds": 3, "max_runs": 4}
 
 
 @pytest.fixture(scope="module")
-def lulesh_model(shared_data: Path) -> dict:
+def lulesh_model(measured_data: Path) -> dict:
     """LULESH's main (real Caliper profiles) fitted on P = 27..216, P = 343 held out."""
-    table, _ = import_profiles("caliper", sorted(shared_data.glob("lulesh_caliper_opal/*.cali")))
+    table, _ = import_profiles("caliper", sorted(measured_data.glob("lulesh_caliper_opal/*.cali")))
     return build_model(table[table["p"] < 343], [], source="lulesh", app_kernel="main")
 
 
@@ -73,10 +73,10 @@ def test_choose_p_refits_only_when_the_largest_measured_p_validates(lulesh_model
     assert {r["p"] for r in runs} <= {96, 150, 256, 300}
 
 
-def test_target_width_after_refits_without_touching_later_fits(shared_data: Path) -> None:
+def test_target_width_after_refits_without_touching_later_fits(measured_data: Path) -> None:
     """Relearn's series share their points: the pseudo-run's refit (P = 4 of 5, one sigma off)
     must not lend its hypotheses to the real fit of the same points (the design cache)."""
-    table, _ = import_profiles("extrap-text", [shared_data / "relearn" / "relearn_data.txt"])
+    table, _ = import_profiles("extrap-text", [measured_data / "relearn" / "relearn_data.txt"])
     rows = points(table, ["n"])
     key = ("Connectivity update", "time")
     rows = rows[(rows["kernel"] == key[0]) & (rows["metric"] == key[1])].sort_values("p")

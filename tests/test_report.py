@@ -22,20 +22,18 @@ from apmt.report import (
 )
 from apmt.tables import APP_KERNEL, write_table
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "relearn" / "relearn_data.txt"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 P_VALUES = [32, 64, 128, 256, 512, 1024, 2048, 4096]
 
-pytestmark = pytest.mark.skipif(not DATA.is_file(), reason="RELeARN data not available")
-
 
 @pytest.fixture(scope="module")
-def study() -> dict:
-    measurements, kind = import_profiles("extrap-text", [DATA])
-    model = build_model(measurements, ["n"], source=str(DATA), app_kernel="main()",
+def study(measured_data: Path) -> dict:
+    source = measured_data / "relearn" / "relearn_data.txt"
+    measurements, kind = import_profiles("extrap-text", [source])
+    model = build_model(measurements, ["n"], source=str(source), app_kernel="main()",
                         per_rank_params=frozenset({"n"}))
     evaluation = evaluate(measurements, kind, ["n"], "p=max", ["analytic", "amdahl", "powerlaw"],
-                          str(DATA), frozenset({"n"}))
+                          str(source), frozenset({"n"}))
     return {"measurements": measurements, "model": model, "evaluation": evaluation}
 
 

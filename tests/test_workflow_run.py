@@ -1,9 +1,9 @@
 """The workflow for real, end to end: a small real MPI application (tests/mpi_programs/ring.c,
 built here with mpicc) profiled at four P with perf and the PMPI library, a tolerance tight
-enough that the validation asks for refinement, RELeARN's profiles imported from the shared
-data, and a study whose application fails. Checks the numbers in the outputs, not only that
-files exist; then that a job killed midway is redone, alone, by the next run, without touching
-the raw runs that had finished.
+enough that the validation asks for refinement, RELeARN's profiles imported from the
+repository's data/ folder, and a study whose application fails. Checks the numbers in the
+outputs, not only that files exist; then that a job killed midway is redone, alone, by the next
+run, without touching the raw runs that had finished.
 """
 
 from __future__ import annotations
@@ -73,11 +73,11 @@ def ring(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def batch(ring: Path, tmp_path_factory: pytest.TempPathFactory, shared_data: Path):
-    """Three studies in one run: ring (profiled, refined), relearn (imported from the shared
-    data), broken (its application fails at every P)."""
+def batch(ring: Path, tmp_path_factory: pytest.TempPathFactory, measured_data: Path):
+    """Three studies in one run: ring (profiled, refined), relearn (imported from the
+    repository's data/ folder), broken (its application fails at every P)."""
     relearn = {"import": {"format": "extrap-text",
-                          "paths": [str(shared_data / "relearn" / "relearn_data.txt")]},
+                          "paths": [str(measured_data / "relearn" / "relearn_data.txt")]},
                "params": ["n"], "per_rank_params": ["n"], "app_kernel": "main()",
                "baselines": ["analytic", "amdahl"], "predict": [{"p": 1024, "n": 5000}]}
     folder = workflow_copy(

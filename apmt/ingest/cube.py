@@ -13,7 +13,7 @@ What is read, and what is left out:
   visit, not additive over call paths, and have no exclusive value; histograms, rates, TAU
   atomics and complex values are not numbers per call path either. Only the roots of the metric
   tree are read (Score-P's metrics are flat), as Extra-P does. Metrics the file lists but stores
-  no data for are skipped (in the shared data: those the cube_dump files show as all zero).
+  no data for are skipped (in data/scorep_counters: those the cube_dump files show as all zero).
 * A negative exclusive value of an unsigned counter (counter noise: the callees counted more than
   the caller, e.g. 7 values of -1 or -2 in hw_counter/L3_DCA_negative.cubex) comes out as 0:
   pycubexr clamps when it subtracts the callees.
@@ -25,7 +25,7 @@ What is read, and what is left out:
   paths no rank entered. Zero counters of entered call paths stay: they are measured zeros (e.g.
   no floating-point operations in MPI_Send), and a series may be zero in one run but not in
   another; ``apmt.ingest.drop_empty_series`` drops series that are zero in every run. A time row
-  is also left out when its exclusive time is not positive (no such row in the shared data).
+  is also left out when its exclusive time is not positive (no such row in data/scorep_counters).
 
 Run parameters come from the name of the directory holding the profile, in Extra-P's cube-set
 naming (see ``parse_run_name``), also when a profile file is given. A name without ``p<P>`` takes
