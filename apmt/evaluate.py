@@ -10,6 +10,7 @@ The output is the ``evaluation`` table documented in apmt.tables.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 
@@ -19,9 +20,10 @@ import pandas as pd
 from apmt.baselines import BASELINES
 from apmt.comm import comm_keys, comm_points
 from apmt.errors import ApmtError
-from apmt.fit_table import fit_all
+from apmt.fit_table import described, fit_all
 from apmt.series import point_values, points
 
+log = logging.getLogger("apmt")
 METHODS = ("apmt", "analytic", "amdahl", "powerlaw", "extrap")
 KEYS = ["kernel", "metric"]
 
@@ -89,7 +91,11 @@ def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
 def _fit_and_predict(train: pd.DataFrame, test: pd.DataFrame, params: list[str], source: str,
                      per_rank_params: frozenset[str], baselines: list[str]) -> pd.DataFrame:
     train = train.merge(test[KEYS].drop_duplicates(), on=KEYS)
-    fits = fit_all(train, params, source, per_rank_params, skip_sparse=True)
+    fits, left_out = fit_all(train, params, source, per_rank_params)
+    if left_out:
+        log.warning("%s: not evaluated, %d of %d series that cannot be fitted without the "
+                    "held-out runs: %s", source, len(left_out), len(left_out) + len(fits),
+                    described(left_out))
     train_groups = dict(list(train.groupby(KEYS, sort=False)))
     rows = []
     for key, targets in test.groupby(KEYS, sort=True):
@@ -147,8 +153,10 @@ def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: fl
     ``<app>``, metrics time, computation_time, comm_time) and the refinement decision: the
     model needs refining when the application's error exceeds ``tolerance`` at a held-out
     point, and the part to refine is the one (computation or communication) whose error in
-    seconds is larger there. ``refine_model`` changes the model before it is compared (a
-    refinement round's accepted lower-frequency solution).
+    seconds is larger there. The decision lists the series and operations the model left out
+    (too few P without the held-out runs, zeros among positive values, no plausible shape)
+    with why. ``refine_model`` changes the model before it is compared (a refinement round's
+    accepted lower-frequency solution).
     """
     from apmt.model import assemble, build_model
     from apmt.tables import APP_KERNEL
@@ -173,7 +181,9 @@ def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: fl
             predicted=value, lower=lower, upper=upper))
     rows = pd.concat(frames, ignore_index=True).dropna(subset=["measured"])
     rows["ape"] = 100 * np.abs(rows["predicted"] - rows["measured"]) / rows["measured"]
-    return rows.reset_index(drop=True), decide(measured, params, tolerance)
+    decision = decide(measured, params, tolerance)
+    decision["left_out"] = model["left_out"]
+    return rows.reset_index(drop=True), decision
 
 
 def _measured_parts(model: dict, test: pd.DataFrame, comm_test: pd.DataFrame | None,
@@ -197,6 +207,16 @@ def _measured_parts(model: dict, test: pd.DataFrame, comm_test: pd.DataFrame | N
     frame = pd.DataFrame({"time": total, "computation_time": computation,
                           "comm_time": comm_time}).reset_index()
     return frame.dropna(subset=["time"])
+
+
+def without_new_runs(decision: dict, why: str) -> dict:
+    """The decision for profiles apmt cannot add runs to (imported ones): no refinement, and
+    what it would need, with whether the error exceeds the tolerance kept."""
+    needed = decision["refine"]
+    refinement = (f"the model would need refining in {decision['part']}, which needs new runs "
+                  f"at other P; {why}" if needed else "not needed")
+    return {**decision, "refine": False, "part": None, "exceeds_tolerance": needed,
+            "refinement": refinement}
 
 
 def decide(parts: pd.DataFrame, params: list[str], tolerance: float) -> dict:

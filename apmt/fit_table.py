@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from concurrent.futures import ProcessPoolExecutor
 
 import pandas as pd
 
 from apmt.fit import SeriesFit
-from apmt.series import MIN_DISTINCT_P, fit_plan, fit_points
-
-log = logging.getLogger("apmt")
+from apmt.series import UnfittableSeries, fit_points
 
 CHUNK = 64          # series per task: large enough that process start-up does not dominate
 PARALLEL_FROM = 256  # below this many series, one process is faster
@@ -20,16 +17,11 @@ PARALLEL_FROM = 256  # below this many series, one process is faster
 def fit_all(points: pd.DataFrame, params: list[str], source: str,
             per_rank_params: frozenset[str] = frozenset(), jobs: int | None = None,
             keys: tuple[str, ...] = ("kernel", "metric"),
-            skip_sparse: bool = False) -> dict[tuple, SeriesFit]:
-    """Fits of every series of a points table (see apmt.series.points), keyed by ``keys``.
-
-    ``skip_sparse`` leaves out, with a warning, series seen at too few values of their
-    primary variable to fit (a function sampled in some runs only); otherwise they are an
-    error.
-    """
+            ) -> tuple[dict[tuple, SeriesFit], dict[tuple, str]]:
+    """Fits of every series of a points table (see apmt.series.points), keyed by ``keys``,
+    and the series that cannot be fitted with why (too few P, zeros among positive values,
+    no plausible shape): real profiles have them, and one of them must not stop the rest."""
     grouped = list(points.groupby(list(keys), sort=True))
-    if skip_sparse:
-        grouped = _dense(grouped, params, per_rank_params)
     jobs = jobs or len(os.sched_getaffinity(0))
     chunks = [grouped[i:i + CHUNK] for i in range(0, len(grouped), CHUNK)]
     work = [(chunk, params, source, per_rank_params) for chunk in chunks]
@@ -38,19 +30,26 @@ def fit_all(points: pd.DataFrame, params: list[str], source: str,
     else:
         with ProcessPoolExecutor(jobs) as pool:
             results = list(pool.map(_fit_chunk, work))
-    return {key: fit for chunk in results for key, fit in chunk}
+    outcomes = [outcome for chunk in results for outcome in chunk]
+    fits = {key: fit for key, fit in outcomes if isinstance(fit, SeriesFit)}
+    left_out = {key: reason for key, reason in outcomes if isinstance(reason, str)}
+    return fits, left_out
 
 
-def _dense(grouped: list, params: list[str], per_rank_params: frozenset[str]) -> list:
-    dense = [(key, rows) for key, rows in grouped
-             if rows[fit_plan(rows, params, per_rank_params)[0]].nunique() >= MIN_DISTINCT_P]
-    if len(dense) < len(grouped):
-        log.warning("left out %d of %d series seen at fewer than %d values of P (or of the "
-                    "varying parameter)", len(grouped) - len(dense), len(grouped),
-                    MIN_DISTINCT_P)
-    return dense
-
-
-def _fit_chunk(work: tuple) -> list[tuple[tuple, SeriesFit]]:
+def _fit_chunk(work: tuple) -> list[tuple[tuple, SeriesFit | str]]:
     chunk, params, source, per_rank_params = work
-    return [(key, fit_points(key, rows, params, source, per_rank_params)) for key, rows in chunk]
+    outcomes: list[tuple[tuple, SeriesFit | str]] = []
+    for key, rows in chunk:
+        try:
+            outcomes.append((key, fit_points(key, rows, params, source, per_rank_params)))
+        except UnfittableSeries as error:
+            outcomes.append((key, error.reason))
+    return outcomes
+
+
+def described(left_out: dict[tuple, str], at_most: int = 5) -> str:
+    """Left-out series as one line: the first few with why, then how many more."""
+    first = list(left_out.items())[:at_most]
+    named = [f"series {'/'.join(map(str, key))!r} {reason}" for key, reason in first]
+    more = len(left_out) - len(named)
+    return "; ".join(named) + (f"; and {more} more" if more else "")

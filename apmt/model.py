@@ -44,10 +44,10 @@ from apmt.comm import (
 )
 from apmt.errors import ApmtError
 from apmt.fit import NoPlausibleFit, SeriesFit
-from apmt.fit_table import fit_all
+from apmt.fit_table import described, fit_all
 from apmt.kernels import OTHERS, classify
 from apmt.machine import hertz
-from apmt.series import MIN_DISTINCT_P, point_values, points
+from apmt.series import MIN_DISTINCT_P, UnfittableSeries, point_values, points
 from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
 
 MODEL_FORMAT = "apmt-model/1"
@@ -77,19 +77,25 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         if comm is not None and app_kernel is not None else None
     unaccounted = _unaccounted(runs) if runs is not None and app_kernel == APP_KERNEL \
         else pd.DataFrame()
-    others, others_notes = _aggregate(table, aggregated, params)
+    others, others_left_out = _aggregate(table, aggregated, params)
     series_table = pd.concat([table[table["kernel"].isin(modelled)], others, unaccounted],
                              ignore_index=True)
-    series = _fit_all_series(series_table, params, source, per_rank_params)
+    series, left_out_series = _fit_all_series(series_table, params, source, per_rank_params)
     model = {
         "format": MODEL_FORMAT, "params": params, "per_rank_params": sorted(per_rank_params),
         "app_kernel": app_kernel, "scaling": scaling, "threshold": threshold,
         "kernels": kernels.to_dict("records"), "series": series,
+        "left_out": [*left_out_series, *others_left_out],
         "cpi": _cpi(table, modelled, params), "machine": machine,
         "contention": _contention(table, {k for k, c in classes.items() if c == "key"}),
     }
     model["communication"], left_out = _fit_comm(comm, params, source) if comm is not None \
         else ([], [])
+    model["left_out"] += [{"operation": name, "reason": why} for name, why in left_out]
+    if not series and not model["communication"]:
+        raise ApmtError(f"{source}: nothing could be fitted: " + (described(
+            {(e["kernel"], e["metric"]): e["reason"] for e in model["left_out"]
+             if "operation" not in e}) or "no kernel to model"))
     model["bf_comm"], model["bf_comm_note"] = _bf_comm(runs) if runs is not None else (
         1.0, "1: no measured application time beside a communication table")
     if not unaccounted.empty:
@@ -98,8 +104,6 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
             f"the rest is modelled as {UNACCOUNTED} (start-up, waits outside MPI)")
     model["mode"] = _mode(model)
     model["notes"] = _notes(model)
-    model["notes"] += [f"MPI operation {name} not modelled: {why}" for name, why in left_out]
-    model["notes"] += others_notes
     return model
 
 
@@ -130,28 +134,32 @@ def _unaccounted(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _aggregate(table: pd.DataFrame, kernels: list[str],
-               params: list[str]) -> tuple[pd.DataFrame, list[str]]:
+               params: list[str]) -> tuple[pd.DataFrame, list[dict]]:
     """The aggregated kernel: the sum of the small, scaling functions, per metric and point;
-    and notes for its metrics seen at too few P to fit (a sampled profile whose small
-    functions got no sample at some P), which the model leaves out."""
+    and its metrics seen at too few P to fit (a sampled profile whose small functions got no
+    sample at some P), which the model leaves out with why."""
     rows = table[table["kernel"].isin(kernels)]
     if rows.empty:
         return rows, []
     summed = rows.groupby(["metric", "p", *params], as_index=False).agg(
         value=("value", "sum"), reps=("reps", "min"))
     seen_at = summed.groupby("metric")["p"].nunique()
-    notes = [f"{OTHERS} {metric} not modelled: measured at {count} P only (the aggregated "
-             f"functions had no samples at the others), fewer than {MIN_DISTINCT_P}"
-             for metric, count in seen_at[seen_at < MIN_DISTINCT_P].items()]
+    left_out = [{"kernel": OTHERS, "metric": metric,
+                 "reason": f"is measured at {count} P only (the aggregated functions had no "
+                           f"samples at the others), fewer than {MIN_DISTINCT_P}"}
+                for metric, count in seen_at[seen_at < MIN_DISTINCT_P].items()]
     fitted = summed["metric"].map(seen_at) >= MIN_DISTINCT_P
-    return summed[fitted].assign(kernel=OTHERS), notes
+    return summed[fitted].assign(kernel=OTHERS), left_out
 
 
 def _fit_all_series(table: pd.DataFrame, params: list[str], source: str,
-                    per_rank_params: frozenset[str]) -> list[dict]:
-    fits = fit_all(table, params, source, per_rank_params)
-    return [{"kernel": kernel, "metric": metric, "fit": fit}
-            for (kernel, metric), fit in fits.items()]
+                    per_rank_params: frozenset[str]) -> tuple[list[dict], list[dict]]:
+    """The fitted series, and those left out with why."""
+    fits, left_out = fit_all(table, params, source, per_rank_params)
+    return ([{"kernel": kernel, "metric": metric, "fit": fit}
+             for (kernel, metric), fit in fits.items()],
+            [{"kernel": kernel, "metric": metric, "reason": reason}
+             for (kernel, metric), reason in left_out.items()])
 
 
 def _cpi(table: pd.DataFrame, kernels: set[str], params: list[str]) -> dict:
@@ -208,6 +216,8 @@ def _fit_comm(comm: pd.DataFrame, params: list[str], source: str
             fitted.append(fit_operation(key, rows, params, source))
         except NoPlausibleFit as error:
             left_out.append((name, f"no plausible fit ({error})"))
+        except UnfittableSeries as error:
+            left_out.append((name, f"the series {error.reason}"))
     return fitted, left_out
 
 
@@ -242,9 +252,21 @@ def _notes(model: dict) -> list[str]:
             notes.append(f"memory contention: E = LLC misses / memory accesses = {ratio:.2g} "
                          f"for {kernel!r} exceeds {CONTENTION_LIMIT:g}; its predictions for "
                          "larger problem sizes may be optimistic (paper 000, 4.2)")
-    if model["app_kernel"] not in (None, APP_KERNEL):
+    app_fitted = _fit_of(model, model["app_kernel"], TIME_METRIC) is not None
+    if model["app_kernel"] not in (None, APP_KERNEL) and app_fitted:
         notes.append(f"application time is the fit of {model['app_kernel']!r}; the parts "
                      "are the other kernels as given and need not add up to it")
+    notes += [f"MPI operation {e['operation']} not modelled: {e['reason']}" if "operation" in e
+              else f"{e['kernel']}/{e['metric']} not modelled: the series {e['reason']}"
+              for e in model["left_out"]]
+    if model["app_kernel"] not in (None, APP_KERNEL) and not app_fitted:
+        notes.append(f"application time is the sum of the parts: the time of "
+                     f"{model['app_kernel']!r} has no model")
+    unmodelled = [k["kernel"] for k in model["kernels"] if k["class"] in ("key", "non-scalable")
+                  and _fit_of(model, k["kernel"], _kernel_metric(model, k["kernel"])) is None]
+    if unmodelled:
+        notes.append(f"the application time leaves out {', '.join(unmodelled)}: no model of "
+                     "their time (see above)")
     return notes
 
 
@@ -315,8 +337,10 @@ def assemble(model: dict, values: dict[str, np.ndarray],
     for part in parts.values():
         total.add(part.bounds())
     app = total.bounds()
-    if model["app_kernel"] not in (None, APP_KERNEL):
-        app = _fit_of(model, model["app_kernel"], TIME_METRIC).predict(values)
+    app_fit = _fit_of(model, model["app_kernel"], TIME_METRIC) \
+        if model["app_kernel"] not in (None, APP_KERNEL) else None
+    if app_fit is not None:
+        app = app_fit.predict(values)
     return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
 
 

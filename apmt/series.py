@@ -62,20 +62,47 @@ def fit_plan(rows: pd.DataFrame, params: list[str],
     return "p", ("p", *varying, *varying_per_rank)
 
 
+class UnfittableSeries(ApmtError):
+    """A series the data cannot give a model of; ``reason`` says why, without the source."""
+
+    def __init__(self, source: str, name: str, reason: str) -> None:
+        super().__init__(f"{source}: series {name!r} {reason}")
+        self.reason = reason
+
+
+def unfittable_reason(rows: pd.DataFrame, primary: str = "p", value: str = "value") -> str | None:
+    """Why a series' points cannot be fitted, or None: fewer than 3 distinct values of the
+    primary variable, or values that are not all positive (the fits weigh relative errors).
+    A zero is a measured value (cachegrind counted no miss there), so a series that is zero
+    at some points and positive at others is named, not fitted on its positive part."""
+    distinct = rows[primary].nunique()
+    if distinct < MIN_DISTINCT_P:
+        return (f"has {distinct} distinct {primary} ({_listed(rows[primary])}); at least "
+                f"{MIN_DISTINCT_P} are needed to fit it")
+    negative = rows[value] < 0
+    if negative.any():
+        first = rows[negative].iloc[0]
+        return f"is negative at p={first['p']:g} (mean {value} {first[value]!r})"
+    zero = rows[value] == 0
+    if zero.all():
+        return f"is zero at every {primary} ({_listed(rows[primary])}): nothing to fit"
+    if zero.any():
+        return (f"is zero at {primary} = {_listed(rows.loc[zero, primary])} and positive at "
+                f"{_listed(rows.loc[~zero, primary])}: a fit of relative errors needs positive "
+                "values throughout")
+    return None
+
+
+def _listed(values: pd.Series) -> str:
+    return ", ".join(f"{v:g}" for v in sorted(values.unique()))
+
+
 def check_series(key: tuple, rows: pd.DataFrame, source: str, primary: str = "p",
                  value: str = "value") -> None:
-    """A series needs 3 distinct values of its primary variable and positive means."""
-    distinct = rows[primary].nunique()
-    name = "/".join(str(k) for k in key)
-    if distinct < MIN_DISTINCT_P:
-        found = ", ".join(f"{v:g}" for v in sorted(rows[primary].unique()))
-        raise ApmtError(f"{source}: series {name!r} has {distinct} distinct {primary} "
-                        f"({found}); at least {MIN_DISTINCT_P} are needed to fit it")
-    nonpositive = rows[value] <= 0
-    if nonpositive.any():
-        first = rows[nonpositive].iloc[0]
-        raise ApmtError(f"{source}: series {name!r} at p={first['p']}: mean {value} "
-                        f"{first[value]!r} is not positive; it cannot be fitted")
+    """Raise UnfittableSeries when the series cannot be fitted (see unfittable_reason)."""
+    reason = unfittable_reason(rows, primary, value)
+    if reason is not None:
+        raise UnfittableSeries(source, "/".join(str(k) for k in key), reason)
 
 
 def fit_points(key: tuple, rows: pd.DataFrame, params: list[str], source: str,
@@ -88,8 +115,8 @@ def fit_points(key: tuple, rows: pd.DataFrame, params: list[str], source: str,
     try:
         return fit_series(values, rows[value].to_numpy(float), variables, primary)
     except NoPlausibleFit as error:
-        name = "/".join(str(k) for k in key)
-        raise ApmtError(f"{source}: series {name!r}: no plausible fit ({error})") from None
+        raise UnfittableSeries(source, "/".join(str(k) for k in key),
+                               f"has no plausible fit ({error})") from None
 
 
 def point_values(frame: pd.DataFrame, params: list[str]) -> dict[str, np.ndarray]:

@@ -48,10 +48,11 @@ def main() -> None:
     args = parser.parse_args()
     table = synthetic_table(args.series)
     started = time.perf_counter()
-    fits = fit_all(points(table, []), [], "synthetic", jobs=args.jobs)
+    fits, left_out = fit_all(points(table, []), [], "synthetic", jobs=args.jobs)
     seconds = time.perf_counter() - started
-    print(f"apmt: {len(fits)} series in {seconds:.1f} s = {len(fits) / seconds:.0f} series/s "
-          f"({args.jobs} processes)")
+    done = len(fits) + len(left_out)
+    print(f"apmt: {done} series in {seconds:.1f} s = {done / seconds:.0f} series/s "
+          f"({args.jobs} processes; {len(left_out)} left out)")
     if args.extrap:
         from apmt.extrap_peer import extrap_predict
         started = time.perf_counter()

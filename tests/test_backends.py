@@ -465,6 +465,10 @@ def test_cachegrind_parses_real_outputs(tmp_path):
         rows = table[(table["rank"] == rank) & (table["metric"] == "instructions")]
         assert rows["value"].sum() == ir                   # every function is kept
     assert {"<loader>", "<libmpi>", "<libopen-pal>", "PMPI_Allreduce"} <= set(table["kernel"])
+    # a zero is a measured value: work_b ran and missed nowhere (its data fits in L1)
+    value = table.set_index(["kernel", "metric", "rank"])["value"]
+    assert value[("work_b", "llc_misses", 0)] == 0 and value[("work_b", "l1d_misses", 0)] == 0
+    assert (table.groupby(["kernel", "rank"])["metric"].nunique() == len(backend.metrics)).all()
     provenance = table.attrs["provenance"]
     assert provenance["simulated"] is True
     assert provenance["caches"]["LL"] == "41943040 B, 64 B, 20-way associative"

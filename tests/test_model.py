@@ -45,8 +45,8 @@ def kernel_row(table: pd.DataFrame, kernel: str, metric: str) -> float:
 # ------------------------------------------------------------------ time mode: RELeARN, LULESH
 
 @pytest.fixture(scope="module")
-def relearn(shared_data: Path) -> pd.DataFrame:
-    table, _ = import_profiles("extrap-text", [shared_data / "relearn" / "relearn_data.txt"])
+def relearn(measured_data: Path) -> pd.DataFrame:
+    table, _ = import_profiles("extrap-text", [measured_data / "relearn" / "relearn_data.txt"])
     return table
 
 
@@ -89,8 +89,8 @@ def test_model_file_round_trip(relearn_model: dict, tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def lulesh(shared_data: Path) -> pd.DataFrame:
-    files = sorted((shared_data / "lulesh_caliper_opal").glob("*.cali"))
+def lulesh(measured_data: Path) -> pd.DataFrame:
+    files = sorted((measured_data / "lulesh_caliper_opal").glob("*.cali"))
     table, _ = import_profiles("caliper", files)
     return table
 
@@ -381,7 +381,8 @@ def test_small_functions_sampled_at_two_p_only_are_left_out_with_a_note() -> Non
     rows += [{"kernel": "helper", "metric": "time", "p": p, "value": 0.004} for p in (2, 3)]
     model = build_model(check_table(pd.DataFrame(rows), "m"), [], source="sampled")
     assert {entry["kernel"] for entry in model["series"]} == {"relax"}
-    assert any(note.startswith(f"{OTHERS} time not modelled: measured at 2 P only")
+    assert any(note.startswith(f"{OTHERS}/time not modelled: the series is measured at 2 P "
+                               "only")
                for note in model["notes"]), model["notes"]
     predicted = predict(model, pd.DataFrame({"p": [6]}))
     assert np.isfinite(predicted["predicted"]).all()

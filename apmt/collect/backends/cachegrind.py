@@ -233,7 +233,9 @@ def function_kernel(function: str, source_file: str = "") -> str:
 
 
 def metric_values(out: CachegrindOut, metrics: list[str]) -> dict[str, dict[str, float]]:
-    """metric -> kernel -> value, from the per-function event counts."""
+    """metric -> kernel -> value, from the per-function event counts. A zero is kept: the
+    function ran and cachegrind counted none of that event (no miss), which is a measured
+    value, not a missing one."""
     index = {e: i for i, e in enumerate(out.events)}
     result: dict[str, dict[str, float]] = defaultdict(dict)
     for metric in metrics:
@@ -241,9 +243,8 @@ def metric_values(out: CachegrindOut, metrics: list[str]) -> dict[str, dict[str,
         if any(event not in index for _, event in terms):
             continue                          # e.g. no branch simulation in this file
         for kernel, counts in out.functions.items():
-            value = sum(sign * counts[index[event]] for sign, event in terms)
-            if value > 0:
-                result[metric][kernel] = float(value)
+            result[metric][kernel] = float(sum(sign * counts[index[event]]
+                                               for sign, event in terms))
     return result
 
 
