@@ -40,6 +40,7 @@ from apmt.tables import (
 )
 
 EXIT_ERROR = 2
+STDOUT = Path("-")
 SIDECAR_SUFFIX = ".provenance.json"
 DEFAULT_BASELINES = "analytic,amdahl,powerlaw"
 CLASS_ORDER = ("key", "non-scalable", "communication", "aggregated", "application")
@@ -226,8 +227,15 @@ def _add_import(commands: argparse._SubParsersAction, common: argparse.ArgumentP
     sub = commands.add_parser("import", parents=[common], help="profiles -> a tidy table")
     sub.add_argument("format", choices=list(FORMATS))
     sub.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    sub.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.csv")
+    _add_table_output(sub, "OUT.csv", "; with a file, its provenance goes beside it "
+                                      "(OUT.csv.provenance.json)")
     sub.set_defaults(run=run_import)
+
+
+def _add_table_output(sub: argparse.ArgumentParser, metavar: str, more: str = "") -> None:
+    """-o for a command that writes one table: a file, or - (the default) for stdout."""
+    sub.add_argument("-o", "--output", type=Path, default=STDOUT, metavar=metavar,
+                     help=f"where the table goes (default -: standard output, as CSV){more}")
 
 
 def _add_params(sub: argparse.ArgumentParser) -> None:
@@ -267,7 +275,7 @@ def _add_predict(commands: argparse._SubParsersAction, common: argparse.Argument
     sub.add_argument("--volume-ratio", type=_volume_ratios, default={}, metavar="R",
                      help="scale the communication volume for a larger problem: R for all "
                           "operations, or per pattern: p2p=R,collective=R,MPI_Allreduce=R")
-    sub.add_argument("-o", "--output", type=Path, required=True, metavar="predictions.csv")
+    _add_table_output(sub, "predictions.csv")
     sub.set_defaults(run=run_predict)
 
 
@@ -286,7 +294,7 @@ def _add_evaluate(commands: argparse._SubParsersAction, common: argparse.Argumen
                      help="application error above which the model needs refining (0.1)")
     sub.add_argument("--validation", type=Path, metavar="validation.json",
                      help="write the refinement decision and its numbers here")
-    sub.add_argument("-o", "--output", type=Path, required=True, metavar="eval.csv")
+    _add_table_output(sub, "eval.csv")
     sub.set_defaults(run=run_evaluate)
 
 
@@ -375,9 +383,9 @@ def _share(text: str) -> float:
 # --------------------------------------------------------------------------------- profile
 
 def _load_profiled_study(args: argparse.Namespace):
-    """The study file with the command line's --backend and --p applied, its machine and
-    backends."""
-    from apmt.collect.runner import load_study_machine, make_backends
+    """The study file with the command line's --backend and --p applied, its machine (this
+    host's, measured once, when the study names none) and backends."""
+    from apmt.collect.runner import load_study_machine, make_backends, with_machine
     from apmt.collect.study import load_study, with_backend, with_p
 
     study = load_study(args.study)
@@ -385,8 +393,24 @@ def _load_profiled_study(args: argparse.Namespace):
         study = with_backend(study, args.backend)
     if args.p_values:
         study = with_p(study, args.p_values)
+    study = with_machine(study, args.results, lambda: _measured_here(study, args.results))
     machine = load_study_machine(study)
     return study, machine, make_backends(study, machine)
+
+
+def _measured_here(study, results: Path) -> Path:
+    """This host's machine file, measured once; the study's needs are checked first, so
+    that a mistake in it is said before the half-minute probe, not after."""
+    from apmt.collect.runner import check_environment
+    from apmt.probe import this_machine
+
+    check_environment(study, results)
+    return this_machine(note)
+
+
+def note(text: str) -> None:
+    """What apmt did on the user's behalf, on stderr (stdout may carry a table)."""
+    print(f"apmt: {text}", file=sys.stderr, flush=True)
 
 
 def run_profile(args: argparse.Namespace) -> int:
@@ -493,10 +517,27 @@ def run_import(args: argparse.Namespace) -> None:
                         {"command": "import", "format": args.format, "kind": kind,
                          "paths": [str(path) for path in args.paths], "rows": len(table)})
     text = json.dumps(record, indent=1) + "\n"
-    write_table(table, args.output)
-    write_text_atomic(text, sidecar(args.output))
-    log.info("wrote %s and %s", args.output, sidecar(args.output))
-    print(describe_table(table, kind))
+    output_table(table, args.output)
+    if args.output != STDOUT:
+        write_text_atomic(text, sidecar(args.output))
+        log.info("wrote %s and %s", args.output, sidecar(args.output))
+    say(describe_table(table, kind), args.output)
+
+
+def output_table(table: pd.DataFrame, path: Path) -> None:
+    """A command's one table: into its file (atomically), or as CSV on stdout for -."""
+    if path == STDOUT:
+        table.to_csv(sys.stdout, index=False)
+        sys.stdout.flush()
+    else:
+        write_table(table, path)
+        log.info("wrote %s: %d rows", path, len(table))
+
+
+def say(text: str, output: Path) -> None:
+    """A command's summary: on stdout, or on stderr when stdout carries its table."""
+    if text:
+        print(text, file=sys.stderr if output == STDOUT else sys.stdout)
 
 
 def sidecar(path: Path) -> Path:
@@ -674,9 +715,8 @@ def run_predict(args: argparse.Namespace) -> None:
     model = _load_model(args.model)
     targets = parse_points(args.at, model["params"])
     table = predict(model, targets, args.volume_ratio)
-    write_table(table, args.output)
-    log.info("wrote %s: %d rows", args.output, len(table))
-    print(describe_app_rows(table, model["params"]))
+    output_table(table, args.output)
+    say(describe_app_rows(table, model["params"]), args.output)
 
 
 def _load_model(path: Path) -> dict:
@@ -741,7 +781,7 @@ def describe_app_rows(table: pd.DataFrame, params: list[str]) -> str:
 def run_evaluate(args: argparse.Namespace) -> None:
     """Hold out runs, fit on the rest with apmt and the baselines, and report the errors;
     for measurements, also validate the assembled model and decide on refinement."""
-    from apmt.evaluate import evaluate, summary, validate
+    from apmt.evaluate import evaluate, summary, validate, without_new_runs
 
     _check_writable_format(args.output)
     kind = table_kind(args.table)
@@ -759,14 +799,18 @@ def run_evaluate(args: argparse.Namespace) -> None:
         rows, decision = validate(table, params, args.holdout, args.tolerance, str(args.table),
                                   comm, **options)
         result = pd.concat([result, rows], ignore_index=True)
-    write_table(result, args.output)
+        if (_read_sidecar(args.table) or {}).get("command") == "import":
+            decision = without_new_runs(decision, "apmt cannot make runs of imported profiles "
+                                                  "(profile the application with a study file "
+                                                  "to refine it)")
+    output_table(result, args.output)
     if decision is not None and args.validation is not None:
         write_text_atomic(json.dumps(decision, indent=1) + "\n", args.validation)
-    log.info("wrote %s: %d rows", args.output, len(result))
-    print(format_summary(summary(result[result["kernel"] != APP_KERNEL])))
+    say(format_summary(summary(result[result["kernel"] != APP_KERNEL])), args.output)
     if decision is not None:
-        print(f"validation: {decision['reason']}; "
-              f"{'refine ' + decision['part'] if decision['refine'] else 'no refinement needed'}")
+        outcome = decision.get("refinement") or (
+            f"refine {decision['part']}" if decision["refine"] else "no refinement needed")
+        say(f"validation: {decision['reason']}; {outcome}", args.output)
 
 
 def run_refine_round(args: argparse.Namespace) -> None:
@@ -892,7 +936,8 @@ def _add_diagnose(commands: argparse._SubParsersAction, common: argparse.Argumen
                      help="one or two study folders, or after -- the command to measure")
     sub.add_argument("--machine", metavar="NAME|FILE",
                      help="machine file or shipped name for the latencies (and cachegrind's "
-                          "caches), when the study names none")
+                          "caches), when the study names none; a command without it uses "
+                          "this host's, measured once and kept for later runs")
     sub.add_argument("--width", type=int, default=100, help="text width (default 100)")
     sub.add_argument("-o", "--output", type=Path, metavar="FILE",
                      help="write the text here instead of printing it")
@@ -923,7 +968,7 @@ def run_diagnose(args: argparse.Namespace) -> None:
     if words and Path(words[0]).is_dir():
         if len(words) > 2:
             raise ApmtError(f"apmt diagnose: at most two study folders, not {len(words)}")
-        folders, written = [Path(w) for w in words], False
+        folders, written = [study_folder(Path(w)) for w in words], False
     elif words:
         folders = [measure(words, args.results, name=args.name, p_values=args.np,
                            backend=args.backend, machine=args.machine,
@@ -945,6 +990,25 @@ def run_diagnose(args: argparse.Namespace) -> None:
             log.info("wrote %s", path)
     if args.output is None:
         print(text, end="")
+
+
+def study_folder(folder: Path) -> Path:
+    """The folder holding a study's tables: the study's own, or, when the study did not get
+    that far (a refinement round failed), its last round's, which is said."""
+    from apmt.collect.extract import MEASUREMENTS
+
+    if (folder / MEASUREMENTS).is_file():
+        return folder
+    rounds = sorted(folder.glob(f"rounds/r*/{MEASUREMENTS}"),
+                    key=lambda path: int(path.parent.name[1:]) if path.parent.name[1:]
+                    .isdigit() else -1)
+    if rounds:
+        note(f"{folder / MEASUREMENTS} is missing (the study did not finish); diagnosing the "
+             f"tables of its last round, {rounds[-1].parent}")
+        return rounds[-1].parent
+    raise ApmtError(f"{folder / MEASUREMENTS}: no such file, nor in {folder / 'rounds'}/r*/: "
+                    "give a study's results folder (results/<study>) once it is profiled or "
+                    "imported")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -25,10 +26,10 @@ PARTS = {"time", "comp_time", "mem_time", "comm_time", "others_time"}
 
 
 @pytest.fixture(scope="module")
-def relearn(shared_data: Path, tmp_path_factory: pytest.TempPathFactory, cli) -> SimpleNamespace:
+def relearn(measured_data: Path, tmp_path_factory: pytest.TempPathFactory, cli) -> SimpleNamespace:
     """RELeARN through import, fit and predict once; the tests look at each stage's output."""
     work = tmp_path_factory.mktemp("relearn")
-    source = shared_data / "relearn" / "relearn_data.txt"
+    source = measured_data / "relearn" / "relearn_data.txt"
     table, model, predictions = work / "relearn.csv", work / "model.json", work / "pred.csv"
     runs = {
         "import": cli("import", "extrap-text", source, "-o", table),
@@ -120,9 +121,37 @@ def test_evaluate_compares_apmt_with_the_baselines(relearn: SimpleNamespace, cli
     assert [line.split()[0] for line in run.out.splitlines()[1:5]] == [
         "apmt", "analytic", "amdahl", "powerlaw"]
     decision = json.loads(validation.read_text())
-    assert decision["refine"] == (decision["error"] > 0.1)
+    assert decision["exceeds_tolerance"] == (decision["error"] > 0.1)
     assert decision["error"] == pytest.approx(app["ape"].max() / 100)
     assert run.out.splitlines()[-1].startswith("validation: application error ")
+    # imported profiles: apmt cannot add runs, and the validation says so instead of refining
+    assert decision["refine"] is False and decision["part"] is None
+    if decision["exceeds_tolerance"]:
+        assert "needs new runs at other P; apmt cannot make runs of imported profiles" in \
+            decision["refinement"]
+        assert "apmt cannot make runs of imported profiles" in run.out.splitlines()[-1]
+
+
+def test_one_table_goes_to_standard_output(relearn: SimpleNamespace, cli) -> None:
+    """Without -o (or with -o -), predict, evaluate and import print their table as CSV on
+    stdout, and their summary on stderr, so that the table can be piped."""
+    predicted = cli("predict", relearn.model, "--at", "p=1024,n=5000")
+    assert predicted.code == 0, predicted.err
+    table = pd.read_csv(io.StringIO(predicted.out))
+    assert set(table["p"]) == {1024} and set(table["metric"]) >= PARTS
+    assert predicted.err.startswith("p=1024 n=5000: application time ")
+    assert not (Path.cwd() / "-").exists()
+    dashed = cli("predict", relearn.model, "--at", "p=1024,n=5000", "-o", "-")
+    assert dashed.out == predicted.out
+    evaluated = cli("evaluate", relearn.table, "--param", "n", "--per-rank-param", "n",
+                    "--metrics", "time")
+    assert evaluated.code == 0, evaluated.err
+    assert set(pd.read_csv(io.StringIO(evaluated.out))["method"]) >= {"apmt", "powerlaw"}
+    imported = cli("import", "extrap-text", relearn.source, "-o", "-")
+    assert imported.code == 0, imported.err
+    assert len(pd.read_csv(io.StringIO(imported.out))) == 650
+    assert "650 rows, 13 series" in imported.err
+    assert not (Path.cwd() / "-").exists() and not (Path.cwd() / "-.provenance.json").exists()
 
 
 def test_exit_codes_through_a_real_process(relearn: SimpleNamespace) -> None:
@@ -141,9 +170,9 @@ def test_exit_codes_through_a_real_process(relearn: SimpleNamespace) -> None:
     assert not (relearn.work / "no.csv").exists()
 
 
-def test_lulesh_caliper_predicts_every_fitted_series(shared_data: Path, tmp_path: Path,
+def test_lulesh_caliper_predicts_every_fitted_series(measured_data: Path, tmp_path: Path,
                                                      cli) -> None:
-    files = [shared_data / "lulesh_caliper_opal" / f"{p}_cores.cali" for p in LULESH_P]
+    files = [measured_data / "lulesh_caliper_opal" / f"{p}_cores.cali" for p in LULESH_P]
     table, model, predictions = tmp_path / "t.csv", tmp_path / "m.json", tmp_path / "p.csv"
     run = cli("import", "caliper", *files, "-o", table)
     assert run.code == 0, run.err
@@ -165,10 +194,10 @@ def test_lulesh_caliper_predicts_every_fitted_series(shared_data: Path, tmp_path
     assert set(out.loc[out["kernel"] == APP_KERNEL, "metric"]) == PARTS
 
 
-def test_collectives_evaluate_as_a_communication_table(shared_data: Path, tmp_path: Path,
+def test_collectives_evaluate_as_a_communication_table(measured_data: Path, tmp_path: Path,
                                                        cli) -> None:
     table, output = tmp_path / "comm.csv", tmp_path / "eval.csv"
-    run = cli("import", "collectives", shared_data / "mpi_collectives" / "mpi_data.csv",
+    run = cli("import", "collectives", measured_data / "mpi_collectives" / "mpi_data.csv",
               "-o", table)
     assert run.code == 0, run.err
     assert run.out.strip() == "70 rows, 14 series, 5 distinct P (32..512)"
@@ -203,20 +232,20 @@ def test_param_options_extend() -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pyarrow") is not None, reason="pyarrow present")
-def test_parquet_without_pyarrow_is_a_clear_error(shared_data: Path, tmp_path: Path,
+def test_parquet_without_pyarrow_is_a_clear_error(measured_data: Path, tmp_path: Path,
                                                   cli) -> None:
     output = tmp_path / "t.parquet"
-    run = cli("import", "extrap-text", shared_data / "relearn" / "relearn_data.txt",
+    run = cli("import", "extrap-text", measured_data / "relearn" / "relearn_data.txt",
               "-o", output)
     assert run.code == 2 and "pyarrow" in run.err
     assert not output.exists()
 
 
-def test_fit_with_a_communication_table_and_a_machine(shared_data: Path, tmp_path: Path,
+def test_fit_with_a_communication_table_and_a_machine(measured_data: Path, tmp_path: Path,
                                                        cli) -> None:
     """Measured application time beside real collectives: one <app> time row per point."""
     comm = tmp_path / "comm.csv"
-    assert cli("import", "collectives", shared_data / "mpi_collectives" / "mpi_data.csv",
+    assert cli("import", "collectives", measured_data / "mpi_collectives" / "mpi_data.csv",
                "-o", comm).code == 0
     rows = [{"kernel": kernel, "metric": "time", "p": p, "value": value}
             for p in RELEARN_P
@@ -263,3 +292,24 @@ def test_machine_probe_writes_a_machine_file(tmp_path: Path, cli) -> None:
     assert machine["name"] == "here"
     assert machine["latency_cycles"]["l1"] < machine["latency_cycles"]["memory"]
     assert run.out.startswith(f"{output}: ")
+
+
+def test_diagnose_finds_the_last_rounds_tables(relearn: SimpleNamespace, tmp_path: Path,
+                                               cli) -> None:
+    """A study whose refinement stopped has no tables of its own yet: apmt diagnose takes its
+    last round's (r10 after r2: by number) and says so; with none, it says where it looked."""
+    study = tmp_path / "study"
+    for round_name in ("r2", "r10"):
+        folder = study / "rounds" / round_name
+        folder.mkdir(parents=True)
+        (folder / "measurements.csv").write_bytes(relearn.table.read_bytes())
+        (folder / "measurements.csv.provenance.json").write_bytes(
+            Path(f"{relearn.table}.provenance.json").read_bytes())
+    run = cli("diagnose", study)
+    assert run.code == 0, run.err
+    assert f"diagnosing the tables of its last round, {study / 'rounds' / 'r10'}" in run.err
+    assert "== Scaling" in run.out
+    (tmp_path / "empty").mkdir()
+    missing = cli("diagnose", tmp_path / "empty")
+    assert missing.code == 2 and missing.err.count("\n") == 1
+    assert f"{tmp_path / 'empty' / 'rounds'}/r*/" in missing.err

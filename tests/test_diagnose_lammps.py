@@ -27,8 +27,8 @@ def lammps(tmp_path_factory: pytest.TempPathFactory, cli) -> dict:
     text = folder / "diagnosis.txt"
     result = cli("diagnose", "--machine", MACHINE, "--results", folder / "results",
                  "--name", "lj", "-o", text, "--html", folder / "diagnosis.html", "--",
-                 "mpirun", "-np", "2", "lmp", "-in", str(folder / "in.lj"), "-var", "x", "0.5",
-                 "-var", "y", "0.5", "-var", "z", "0.5", "-var", "steps", "40")
+                 "mpirun", "-np", "2", "lmp", "-in", str(folder / "in.lj"), "-var", "x", "0.75",
+                 "-var", "y", "0.75", "-var", "z", "0.75", "-var", "steps", "100")
     assert result.code == 0, result.err
     return {"folder": folder / "results" / "diagnose" / "lj", "text": text.read_text(),
             "html": (folder / "diagnosis.html").read_text()}

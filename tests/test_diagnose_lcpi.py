@@ -307,6 +307,35 @@ def test_bad_commands_are_one_line(cli, tmp_path: Path, words: list[str],
         assert fragment in result.err, result.err
 
 
+def test_one_command_needs_no_machine_file(tmp_path: Path, cli, own_cache_folder: Path) -> None:
+    """PerfExpert's users type one command: without --machine this host is measured once
+    (the real probe), its file kept in apmt's cache folder, and the diagnosis goes on with it;
+    the next command uses that file without measuring again."""
+    reason = why_not_here()
+    if reason:
+        pytest.skip(reason)
+    program = tmp_path / "branchy"
+    subprocess.run(["mpicc", "-O1", "-g", "-o", str(program), str(PROGRAMS / "branchy.c")],
+                   check=True)
+    words = ("diagnose", "--results", tmp_path / "results", "--", "mpirun", "--oversubscribe",
+             "-np", "2", program)
+    first = cli(*words)
+    assert first.code == 0, first.err
+    [machine_file] = (own_cache_folder / "apmt" / "machines").glob("*.yaml")
+    study = yaml.safe_load((tmp_path / "results" / "diagnose" / "branchy" / "study.yaml")
+                           .read_text())
+    assert study["machine"] == str(machine_file)
+    probed = load_machine(machine_file)
+    assert probed["source"].startswith("measured by apmt machine probe")
+    assert probed["latency_cycles"]["memory"] > probed["latency_cycles"]["l1"] > 0
+    assert "LCPI of branchy" in first.out and "needs a machine file" not in first.out
+    measured_at = machine_file.stat().st_mtime_ns
+    second = cli(*words)
+    assert second.code == 0, second.err
+    assert "measuring this host" not in second.out + second.err
+    assert machine_file.stat().st_mtime_ns == measured_at
+
+
 def test_a_study_without_a_machine_file_says_what_the_lcpi_needs(tmp_path: Path) -> None:
     folder = crafted(tmp_path / "nomachine", [("work", "time", 1, 1.0),
                                               ("work", "instructions", 1, 1e9)])

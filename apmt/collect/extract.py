@@ -210,6 +210,7 @@ def provenance(study: Study, runs: list[tuple[Run, list[Path]]], backends: list[
                      "not measured: every pass ran under a simulator"),
         "trace_mpi": study.trace_mpi,
         "machine": (machine or {}).get("name", study.machine),
+        "machine_file": study.machine,
         "hosts": sorted({info.get("host", "unknown") for _, info in infos}),
         "versions": infos[0][1].get("versions", {}) if infos else {},
         "p_values": sorted({run.p for run, _ in runs}),

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -62,6 +62,7 @@ log = logging.getLogger("apmt")
 
 DONE = "done"
 RUN_JSON = "run.json"
+TIME_ONLY_BACKENDS = ("none", "perf-clock")
 STDOUT, STDERR = "stdout.log", "stderr.log"
 # what a run at a lowered frequency adds to run.json (apmt.collect.frequency)
 FREQUENCY_KEYS = ("frequency_ghz", "frequency_method", "frequency_changed", "frequency_reason",
@@ -139,6 +140,20 @@ def make_backends(study: Study, machine: dict | None = None) -> list[Backend]:
         raise ApmtError(f"{study.source}: backend {study.backend!r}: {error}") from None
 
 
+def with_machine(study: Study, results_dir: Path,
+                 measure: Callable[[], Path]) -> Study:
+    """The study with a machine file: its own; else the one its stored runs were measured
+    with (a resumed study, or tables extracted on another host, keep that one); else the one
+    ``measure`` gives (this host's, measured once: apmt.probe.this_machine). Not for a backend
+    that measures time only: it has no caches to simulate and no counts to weigh."""
+    if study.machine is not None or study.backend in TIME_ONLY_BACKENDS:
+        return study
+    runs = sorted(raw_dir(results_dir, study).glob(f"*/{RUN_JSON}"))
+    recorded = (read_run_json(runs[0].parent) or {}).get("machine") if runs else None
+    chosen = recorded if recorded and Path(recorded).is_file() else str(measure())
+    return replace(study, machine=chosen)
+
+
 def load_study_machine(study: Study) -> dict | None:
     """The study's machine file, read and checked (None when the study names none)."""
     if study.machine is None:
@@ -154,15 +169,23 @@ def check_runnable(study: Study, results_dir: Path, backends: list[Backend],
                    dry_run: bool = False) -> Launcher:
     """Everything a run needs, checked before the first one starts (one line per problem)."""
     results_dir = Path(results_dir)
-    launcher = find_launcher(study.launcher, study.launcher_args, study.srun_mpi)
-    check_setup(study)
-    _check_program(study)
+    launcher = check_environment(study, results_dir)
     for backend in backends:
         backend.check()
     if study.trace_mpi and not dry_run:
         _pmpi_module(study).library_path()
     check_results_dir(results_dir, create=not dry_run)
     check_finished_runs(study, results_dir, backends)
+    return launcher
+
+
+def check_environment(study: Study, results_dir: Path) -> Launcher:
+    """What the study needs of this host besides its backends: the launcher, the setup files,
+    the program, a results folder it may write to (not created here)."""
+    launcher = find_launcher(study.launcher, study.launcher_args, study.srun_mpi)
+    check_setup(study)
+    _check_program(study)
+    check_results_dir(Path(results_dir), create=False)
     return launcher
 
 
@@ -524,6 +547,7 @@ def _run_info(study: Study, planned: Planned, versions: dict) -> dict:
         "env": study.env, "host": platform.node(), "cpu_mhz": cpu_mhz(),
         "cpus": planned.cpus, "oversubscribed": planned.oversubscribed,
         "timeout_s": study.timeout_s, "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "machine": study.machine,
         "versions": {**versions["common"], "application": application_version(
             program_of(study, planned.run, run_dir))},
         "backend": {"name": _backend_name(backend),

@@ -210,12 +210,13 @@ def _model(folder: Path) -> dict | None:
 
 def _machine(folder: Path, given: str | Path | None, provenance: dict,
              model: dict | None) -> tuple[dict | None, str | None]:
-    """The given machine; else the provenance's (a shipped name), the study file's (a file
-    beside it: the provenance keeps only its name), or the one stored in model.json."""
+    """The given machine; else the provenance's (the file or shipped name the runs were
+    measured with, or its name), the study file's, or the one stored in model.json."""
     if given is not None:
         return load_machine(given), f"--machine {given}"
     problem = None
-    for named in (provenance.get("machine"), _study_machine(provenance)):
+    for named in (provenance.get("machine_file"), provenance.get("machine"),
+                  _study_machine(provenance)):
         if not named:
             continue
         try:

@@ -33,8 +33,8 @@ from apmt.collect.runner import (
 )
 from apmt.collect.study import NAME_PATTERN, Study, find_program, load_study
 from apmt.errors import ApmtError
-from apmt.machine import shipped_machines
 from apmt.model import build_model, provenance, save_model
+from apmt.probe import this_machine
 from apmt.series import MIN_DISTINCT_P
 from apmt.tables import write_text_atomic
 
@@ -164,14 +164,16 @@ def measure(words: Sequence[str], results: str | Path = "results", *, name: str 
             p_values: Sequence[int] | None = None, backend: str = "auto",
             machine: str | None = None, repetitions: int = 1,
             report: Callable[[str], None] = print) -> Path:
-    """Run the command as a one-off study and extract its tables; return the study folder."""
+    """Run the command as a one-off study and extract its tables; return the study folder.
+    Without ``machine``, this host's machine file (measured once, apmt.probe.this_machine)."""
     results = Path(results)
     command = parse_command(words)
     fields = study_fields(command, study_name(command, name), p_values, backend, machine,
-                          repetitions)
+                          repetitions)                      # finds the program first
+    fields.setdefault("machine", str(this_machine(report)))
     study = write_study(results, fields)
     machine_data = load_study_machine(study)
-    backends = _backends(study, machine_data)
+    backends = make_backends(study, machine_data)
     earlier = set_aside(results, study)
     if earlier is not None:
         report(f"earlier runs of {study.name!r} kept in {earlier}")
@@ -199,17 +201,6 @@ def fit(measurements: pd.DataFrame, comm: pd.DataFrame, study: Study, machine: d
         return
     model["provenance"] = provenance([source], {"command": "diagnose", "study": study.name})
     save_model(model, folder / MODEL)
-
-
-def _backends(study: Study, machine: dict | None) -> list:
-    try:
-        return make_backends(study, machine)
-    except ApmtError as error:
-        if study.machine is None and "machine" in str(error):
-            raise ApmtError(f"{error}; give --machine NAME|FILE (shipped: "
-                            f"{', '.join(shipped_machines())}; or measure this machine with "
-                            "apmt machine probe -o FILE)") from None
-        raise
 
 
 def _check_runs(records: list[RunRecord]) -> None:

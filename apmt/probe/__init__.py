@@ -12,7 +12,9 @@ Not measured: branch and TLB penalties (no pointer chase shows them); the file l
 from __future__ import annotations
 
 import datetime
+import fcntl
 import hashlib
+import logging
 import os
 import platform
 import re
@@ -20,6 +22,7 @@ import statistics
 import subprocess
 import tempfile
 import textwrap
+from collections.abc import Callable
 from importlib import resources
 from itertools import pairwise
 from pathlib import Path
@@ -30,6 +33,7 @@ from apmt.errors import ApmtError
 from apmt.machine import check_machine
 from apmt.tables import write_text_atomic
 
+log = logging.getLogger("apmt")
 MIB = 1 << 20
 DEFAULT_MAX_BYTES = 256 * MIB
 QUICK_MAX_BYTES = 128 * MIB
@@ -338,6 +342,28 @@ def probe_machine(name: str | None = None, max_bytes: int | None = None, quick: 
                   "sizes": sizes, "ns_per_load": [round(value, 3) for value in ns]},
     }
     return check_machine(machine, "apmt machine probe")
+
+
+def this_machine(report: Callable[[str], None]) -> Path:
+    """This host's machine file, for a study or a one-off diagnosis that names none: measured
+    once (the full probe, about half a minute) and kept in the cache folder, where every later
+    run on this host finds it. A lock makes concurrent jobs wait for one probe, not run
+    several that disturb each other's timings. ``report`` says when it measures and where
+    the file went."""
+    path = _cache_dir() / "machines" / f"{_slug(platform.node())}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():
+            log.info("machine file of this host: %s (measured earlier; delete it to measure "
+                     "again)", path)
+            return path
+        report("no machine file named: measuring this host once (apmt machine probe, about "
+               "half a minute)")
+        write_machine(probe_machine(), path)
+    report(f"machine file of this host written to {path}; later runs here use it (name "
+           "another with --machine or a study's machine:)")
+    return path
 
 
 def _frequency(choice: float | str, measured: float | None, cpu: int) -> tuple[float, str]:

@@ -7,6 +7,8 @@ rule evaluate_model:
     input:
         measurements="results/{study}/measurements.csv",
         comm=comm_table,
+        # where the table came from: an imported one cannot be refined with new runs
+        provenance="results/{study}/measurements.csv.provenance.json",
     output:
         evaluation=report(
             "results/{study}/evaluation.csv",
