@@ -31,5 +31,5 @@ include: "workflow/rules/artifact.smk"
 
 rule all:
     input:
-        final_outputs(),
+        default_targets(),
     default_target: True

@@ -1,10 +1,13 @@
 """The Snakemake workflow: it passes the linter, plans every stage of the default study, and
-checks its config (defaults filled in, unsafe study names refused)."""
+checks its config (defaults filled in, unsafe study names refused). On a copy with a study
+that fails: apmt's error reaches the terminal, and the report still builds, naming what is
+missing."""
 
 from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -15,18 +18,30 @@ import yaml
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 STAGES = ("fit_model", "evaluate_model", "predict")
+# what a run of the workflow needs of the repository besides its config
+WORKFLOW_FILES = ("Snakefile", "workflow", "data", "profiles")
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("snakemake") is None,
     reason="snakemake is not installed (pip install -e '.[workflow]', or scripts/install.sh)")
 
 
-def snakemake(*args: str) -> subprocess.CompletedProcess:
-    """Run the Snakemake of this Python's environment in the repository."""
+def snakemake(*args: str, cwd: Path = REPOSITORY) -> subprocess.CompletedProcess:
+    """Run the Snakemake of this Python's environment in the repository (or in `cwd`)."""
     beside = Path(sys.executable).parent / "snakemake"
     command = [str(beside)] if beside.is_file() else [sys.executable, "-m", "snakemake"]
-    return subprocess.run([*command, *args], cwd=REPOSITORY, capture_output=True, text=True,
+    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=300)
+
+
+def workflow_copy(folder: Path, studies: dict[str, dict]) -> Path:
+    """The workflow in `folder`, with a config of these studies only."""
+    for name in WORKFLOW_FILES:
+        source = REPOSITORY / name
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, folder / name)
+    (folder / "config").mkdir()
+    (folder / "config" / "config.yaml").write_text(yaml.safe_dump({"studies": studies}))
+    return folder
 
 
 def dry_run(*args: str) -> subprocess.CompletedProcess:
@@ -129,3 +144,42 @@ def test_the_conda_environment_lists_the_package_dependencies() -> None:
     for requirement in project["dependencies"]:
         name = re.split(r"[<>=!~\[ ;]", requirement)[0]
         assert name in listed, f"{name} is missing from workflow/envs/apmt.yaml"
+
+
+@pytest.fixture(scope="module")
+def failed_run(tmp_path_factory: pytest.TempPathFactory):
+    """Two imported studies (seconds, no profiling): RELeARN's, and one whose application
+    kernel is not in its profiles, so that `apmt fit` fails; keep-going (profiles/default)
+    finishes the first."""
+    relearn = {"format": "extrap-text", "paths": ["data/relearn/relearn_data.txt"]}
+    folder = workflow_copy(tmp_path_factory.mktemp("failing"), {
+        "relearn": {"import": relearn, "params": ["n"], "per_rank_params": ["n"],
+                    "app_kernel": "main()", "baselines": ["analytic", "amdahl"],
+                    "predict": [{"p": 1024, "n": 5000}]},
+        "broken": {"import": relearn, "app_kernel": "no_such_kernel()", "holdout": None}})
+    return folder, snakemake("--cores", "2", cwd=folder)
+
+
+def test_a_failing_job_prints_apmts_error(failed_run) -> None:
+    """show-failed-logs (profiles/default): the job's log follows Snakemake's error."""
+    folder, done = failed_run
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "Error in rule fit_model:" in output and "Logfile logs/broken/fit.log:" in output
+    assert re.search(r"^apmt: error: .*'no_such_kernel\(\)' not found", output, re.M), output
+    assert (folder / "results/relearn/predictions.csv").is_file(), output
+
+
+def test_the_report_builds_and_names_what_a_failed_study_misses(failed_run) -> None:
+    folder, _ = failed_run
+    done = snakemake("--report", "results/report.html", cwd=folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (folder / "results/report.html").read_text()
+    # the good study's results are in, the failed one's missing outputs named with its logs
+    assert "Adding predictions.csv" in done.stdout + done.stderr
+    missing = re.search(r"Missing from this report</h1>(.*?)</ul>", page, re.S)
+    assert missing, "the report's front page lists no missing outputs"
+    for name in ("model.json", "diagnosis.html"):
+        assert f"results/broken/{name}" in missing[1]
+        assert f"results/relearn/{name}" not in missing[1]
+    assert "logs/broken/" in missing[1]

@@ -71,23 +71,90 @@ def study_settings(wildcards) -> dict:
     return config["studies"][wildcards.study]
 
 
-def final_outputs() -> list[str]:
-    """The targets of the default job. Per study the model and its diagnosis (and for a
-    profiled study its refinement record), plus the evaluation and the figures when a
-    holdout is set and the predictions when points are listed."""
-    targets = []
-    for study, settings in config["studies"].items():
-        targets += [f"results/{study}/model.json", f"results/{study}/diagnosis.txt",
-                    f"results/{study}/diagnosis.html"]
-        if study in PROFILED:
-            targets.append(f"results/{study}/refinement.json")
-        if settings["holdout"]:
-            targets.append(f"results/{study}/evaluation.csv")
-            targets += [f"results/{study}/figures/{name}.png"
-                        for name in ("fits", "scaling", "breakdown", "errors", "ranking")]
-        if settings["predict"]:
-            targets.append(f"results/{study}/predictions.csv")
+FIGURES = ("fits", "scaling", "breakdown", "errors", "ranking")  # as apmt.report.FIGURES
+
+
+def study_targets(study: str) -> dict[str, list[str]]:
+    """The default job's targets of one study: the model and its diagnosis (and for a
+    profiled study its refinement record), plus the evaluation and the figures when a holdout
+    is set and the predictions when points are listed. Each with the study's other outputs
+    marked for the report that the jobs making it need (--report refuses a job whose report
+    files are missing): the model, the evaluation, and for a profiled study refinement.json,
+    which comes with its tables."""
+    settings = config["studies"][study]
+    out = f"results/{study}"
+    tables = [f"{out}/refinement.json"] if study in PROFILED else []
+    model = [*tables, f"{out}/model.json"]
+    targets = {f"{out}/model.json": tables,
+               f"{out}/diagnosis.txt": [*model, f"{out}/diagnosis.html"],
+               f"{out}/diagnosis.html": model}
+    if study in PROFILED:
+        targets[f"{out}/refinement.json"] = []
+    if settings["holdout"]:
+        targets[f"{out}/evaluation.csv"] = tables
+        figures = [f"{out}/figures/{name}.png" for name in FIGURES]
+        targets |= {figure: [*model, f"{out}/evaluation.csv", *figures] for figure in figures}
+    if settings["predict"]:
+        targets[f"{out}/predictions.csv"] = model
     return targets
+
+
+def final_outputs() -> list[str]:
+    """Every study's targets (study_targets)."""
+    return [target for study in STUDIES for target in study_targets(study)]
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def report_file() -> str | None:
+    """The report's file when Snakemake only builds the report (`--report [FILE]`, without
+    --report-after-run, which runs the workflow first), else None. Snakemake tells the
+    Snakefile nothing of it, so its command line says."""
+    args = sys.argv[1:]
+    if "--report-after-run" in args:
+        return None
+    for index, arg in enumerate(args):
+        if arg.startswith("--report="):
+            return arg.removeprefix("--report=")
+        if arg == "--report":
+            given = args[index + 1] if index + 1 < len(args) else "-"
+            return "report.html" if given.startswith("-") else given
+    return None
+
+
+def reportable(study: str) -> list[str]:
+    """The study's targets that the report can show: those that exist, as do the report files
+    their jobs need (a failed job leaves no outputs, and nothing after it runs)."""
+    return [target for target, needs in study_targets(study).items()
+            if all(Path(path).exists() for path in [target, *needs])]
+
+
+def default_targets() -> list[str]:
+    """The targets of the default job (all): every study's. When Snakemake only builds the
+    report, only what it can show, so that a failed study (keep-going finishes the others)
+    leaves the others' results in the report; its front page lists the rest (report_missing)."""
+    if report_file() is None:
+        return final_outputs()
+    return [target for study in STUDIES for target in reportable(study)]
+
+
+def report_missing() -> list[dict]:
+    """Per study with outputs the report leaves out: its name and their paths."""
+    missing = []
+    for study in STUDIES:
+        shown = set(reportable(study))
+        absent = [target for target in study_targets(study) if target not in shown]
+        if absent:
+            missing.append({"study": study, "outputs": absent})
+    return missing
+
+
+if report_file() is not None:
+    # for the report's front page (workflow/report/workflow.rst), which sees only the config
+    config["report_missing"] = report_missing()
+    # Snakemake writes the report without making its folder (results/ before a first run)
+    Path(report_file()).parent.mkdir(parents=True, exist_ok=True)
 
 
 # --- import -----------------------------------------------------------------------------------
