@@ -77,15 +77,14 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         if comm is not None and app_kernel is not None else None
     unaccounted = _unaccounted(runs) if runs is not None and app_kernel == APP_KERNEL \
         else pd.DataFrame()
-    others, others_left_out = _aggregate(table, aggregated, params)
+    others = _aggregate(table, aggregated, params)
     series_table = pd.concat([table[table["kernel"].isin(modelled)], others, unaccounted],
                              ignore_index=True)
     series, left_out_series = _fit_all_series(series_table, params, source, per_rank_params)
     model = {
         "format": MODEL_FORMAT, "params": params, "per_rank_params": sorted(per_rank_params),
         "app_kernel": app_kernel, "scaling": scaling, "threshold": threshold,
-        "kernels": kernels.to_dict("records"), "series": series,
-        "left_out": [*left_out_series, *others_left_out],
+        "kernels": kernels.to_dict("records"), "series": series, "left_out": left_out_series,
         "cpi": _cpi(table, modelled, params), "machine": machine,
         "contention": _contention(table, {k for k, c in classes.items() if c == "key"}),
     }
@@ -94,8 +93,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     model["left_out"] += [{"operation": name, "reason": why} for name, why in left_out]
     if not series and not model["communication"]:
         raise ApmtError(f"{source}: nothing could be fitted: " + (described(
-            {(e["kernel"], e["metric"]): e["reason"] for e in model["left_out"]
-             if "operation" not in e}) or "no kernel to model"))
+            {(e["kernel"], e["metric"]): e["reason"] for e in left_out_series})
+            or "no kernel to model"))
     model["bf_comm"], model["bf_comm_note"] = _bf_comm(runs) if runs is not None else (
         1.0, "1: no measured application time beside a communication table")
     if not unaccounted.empty:
@@ -133,23 +132,14 @@ def _unaccounted(runs: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(kernel=UNACCOUNTED, metric=TIME_METRIC, reps=1)
 
 
-def _aggregate(table: pd.DataFrame, kernels: list[str],
-               params: list[str]) -> tuple[pd.DataFrame, list[dict]]:
-    """The aggregated kernel: the sum of the small, scaling functions, per metric and point;
-    and its metrics seen at too few P to fit (a sampled profile whose small functions got no
-    sample at some P), which the model leaves out with why."""
+def _aggregate(table: pd.DataFrame, kernels: list[str], params: list[str]) -> pd.DataFrame:
+    """The aggregated kernel: the sum of the small, scaling functions, per metric and point."""
     rows = table[table["kernel"].isin(kernels)]
     if rows.empty:
-        return rows, []
+        return rows
     summed = rows.groupby(["metric", "p", *params], as_index=False).agg(
         value=("value", "sum"), reps=("reps", "min"))
-    seen_at = summed.groupby("metric")["p"].nunique()
-    left_out = [{"kernel": OTHERS, "metric": metric,
-                 "reason": f"is measured at {count} P only (the aggregated functions had no "
-                           f"samples at the others), fewer than {MIN_DISTINCT_P}"}
-                for metric, count in seen_at[seen_at < MIN_DISTINCT_P].items()]
-    fitted = summed["metric"].map(seen_at) >= MIN_DISTINCT_P
-    return summed[fitted].assign(kernel=OTHERS), left_out
+    return summed.assign(kernel=OTHERS)
 
 
 def _fit_all_series(table: pd.DataFrame, params: list[str], source: str,

@@ -381,8 +381,8 @@ def test_small_functions_sampled_at_two_p_only_are_left_out_with_a_note() -> Non
     rows += [{"kernel": "helper", "metric": "time", "p": p, "value": 0.004} for p in (2, 3)]
     model = build_model(check_table(pd.DataFrame(rows), "m"), [], source="sampled")
     assert {entry["kernel"] for entry in model["series"]} == {"relax"}
-    assert any(note.startswith(f"{OTHERS}/time not modelled: the series is measured at 2 P "
-                               "only")
+    assert any(note.startswith(f"{OTHERS}/time not modelled: the series has 2 distinct p (2, "
+                               "3); at least 3 are needed")
                for note in model["notes"]), model["notes"]
     predicted = predict(model, pd.DataFrame({"p": [6]}))
     assert np.isfinite(predicted["predicted"]).all()
