@@ -766,13 +766,23 @@ def _point_value(spec: str, name: str, text: str) -> float:
 
 
 def describe_app_rows(table: pd.DataFrame, params: list[str]) -> str:
-    """The assembled application time at each point, with its 90% interval."""
+    """The application time at each point, with its 90% interval and how far it can be
+    trusted; then one warning line naming the unsupported points and why."""
     rows = table[(table["kernel"] == APP_KERNEL) & (table["metric"] == TIME_METRIC)]
-    lines = []
+    lines, unsupported = [], []
     for _, row in rows.iterrows():
         point = " ".join(f"{name}={row[name]:g}" for name in ["p", *params])
+        if pd.isna(row["predicted"]):
+            lines.append(f"{point}: {row['trust_reason']}")
+            continue
         lines.append(f"{point}: application time {row['predicted']:.4g} s "
-                     f"(90% interval {row['lower']:.4g} .. {row['upper']:.4g})")
+                     f"(90% interval {row['lower']:.4g} .. {row['upper']:.4g}; "
+                     f"{row['trust']})")
+        if row["trust"] == "unsupported":
+            unsupported.append(f"{point} ({row['trust_reason']})")
+    if unsupported:
+        lines.append(f"warning: unsupported, not a prediction to plan with: "
+                     f"{'; '.join(unsupported)}")
     return "\n".join(lines)
 
 
@@ -913,6 +923,7 @@ def _header(path: Path) -> list[str]:
 SUMMARY_FORMATS: dict[str, Callable[[float], str]] = {
     "median_ape": lambda v: f"{v:.1f}%", "p90_ape": lambda v: f"{v:.1f}%",
     "coverage_90": lambda v: "-" if pd.isna(v) else f"{v:.0%}",
+    "width_90": lambda v: "-" if pd.isna(v) else f"{v:.2g}",
 }
 
 

@@ -131,14 +131,16 @@ def _extrap(train: pd.DataFrame, test: pd.DataFrame, params: list[str]) -> pd.Da
 
 
 def summary(evaluation: pd.DataFrame) -> pd.DataFrame:
-    """Per method: points, median and 90th percentile APE, and apmt's interval coverage."""
+    """Per method: points, median and 90th percentile APE, and for apmt its 90% intervals:
+    how many hold the measured value (coverage_90) and how wide they are (the median of
+    upper/lower)."""
     grouped = evaluation.dropna(subset=["ape"]).groupby("method", sort=False)
     table = grouped["ape"].agg(points="count", median_ape="median",
                                p90_ape=lambda a: float(np.percentile(a, 90)))
-    inside = (evaluation["measured"] >= evaluation["lower"]) & (
-        evaluation["measured"] <= evaluation["upper"])
-    coverage = inside[evaluation["lower"].notna()].groupby(evaluation["method"]).mean()
-    table["coverage_90"] = coverage
+    bounded = evaluation[evaluation["lower"].notna()]
+    inside = (bounded["measured"] >= bounded["lower"]) & (bounded["measured"] <= bounded["upper"])
+    table["coverage_90"] = inside.groupby(bounded["method"]).mean()
+    table["width_90"] = (bounded["upper"] / bounded["lower"]).groupby(bounded["method"]).median()
     return table.reset_index()
 
 

@@ -1,7 +1,7 @@
 """Kernel classification (paper 000, 3.2): key, non-scalable, communication, aggregated.
 
-Functions are the candidates. With one measure of cost per run (``cycles`` when measured,
-else ``time``), a function is
+Functions are the candidates. With one measure of cost per run (``time`` where the functions
+have it measured, else ``cycles``, else ``instructions``: ``cost_metric``), a function is
 - ``communication`` when it is an MPI call (the communication model covers it);
 - ``key`` when its share of the application's cost exceeds the threshold in any run;
 - ``non-scalable`` when its cost per rank does not fall as P grows in strong scaling, or
@@ -63,45 +63,72 @@ def is_mpi(kernel: str) -> bool:
     return bool(MPI_NAME.match(leaf))
 
 
-def cost_metric(points: pd.DataFrame) -> str:
-    """Cycles when every kernel has them, else time.
+COST_METRICS = (TIME_METRIC, "cycles", "instructions")
 
-    Not cycles when only some have them: a kernel without cycles (the application's measured
-    time, MPI calls timed by PMPI) would drop out, and without the application the shares of
-    all the others would be undefined.
-    """
-    metrics = points.groupby("kernel")["metric"].agg(set)
-    return "cycles" if all("cycles" in kernel for kernel in metrics) else TIME_METRIC
+
+def cost_metric(points: pd.DataFrame, app_kernel: str | None = None) -> str:
+    """The measure of a kernel's cost that classes it: time where kernels have it measured,
+    else cycles, else instructions (a counters-only table), else the metric the most kernels
+    have. The application's own row does not count: a wall time beside counted functions
+    says nothing of their shares."""
+    kernels = points[points["kernel"] != app_kernel] if app_kernel is not None else points
+    present = set(kernels["metric"]) or set(points["metric"])
+    for metric in COST_METRICS:
+        if metric in present:
+            return metric
+    counts = kernels.groupby("metric")["kernel"].nunique()
+    return str(counts.idxmax()) if not counts.empty else TIME_METRIC
 
 
 def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = None,
              threshold: float = KEY_THRESHOLD, scaling: str = "strong") -> pd.DataFrame:
     """Classify every kernel of a points table (see apmt.series.points)."""
-    metric = cost_metric(points)
+    metric = cost_metric(points, app_kernel)
     cost = points[points["metric"] == metric]
     run = ["p", *params]
     totals = _totals(cost, run, app_kernel)
     shares = cost.join(totals, on=run)
     shares["share"] = shares["value"] / shares["total"]
+    seen_at = points.groupby("kernel")["p"].nunique()
     rows = []
     for kernel, kernel_rows in shares.groupby("kernel", sort=True):
         max_share = float(kernel_rows["share"].max())
         slope = _slope(kernel_rows, params)
         label, reason = _decide(kernel, max_share, slope, threshold, metric, app_kernel,
                                 NONSCALABLE_SLOPE[scaling])
-        seen_at = kernel_rows["p"].nunique()
-        if label in ("non-scalable", "communication") and seen_at < MIN_DISTINCT_P:
-            label, reason = "aggregated", (f"seen at {seen_at} P only (too few to fit its own "
-                                           f"model): summed into {OTHERS}")
-        rows.append({"kernel": kernel, "class": label, "reason": reason,
-                     "max_share": max_share, "slope": slope})
+        rows.append(_seen_enough(kernel, label, reason, seen_at[kernel]) |
+                    {"max_share": max_share, "slope": slope})
+    for kernel in sorted(set(seen_at.index) - set(shares["kernel"])):
+        label, reason = _without_cost(kernel, metric, app_kernel)
+        rows.append(_seen_enough(kernel, label, reason, seen_at[kernel]) |
+                    {"max_share": float("nan"), "slope": float("nan")})
     return pd.DataFrame(rows, columns=["kernel", "class", "reason", "max_share", "slope"])
 
 
+def _seen_enough(kernel: str, label: str, reason: str, seen_at: int) -> dict:
+    """A non-scalable kernel or an MPI call seen at too few P to fit is summed instead."""
+    if label in ("non-scalable", "communication") and seen_at < MIN_DISTINCT_P:
+        label, reason = "aggregated", (f"seen at {seen_at} P only (too few to fit its own "
+                                       f"model): summed into {OTHERS}")
+    return {"kernel": kernel, "class": label, "reason": reason}
+
+
+def _without_cost(kernel: str, metric: str, app_kernel: str | None) -> tuple[str, str]:
+    """The class of a kernel that has other metrics but not the one that classes: an MPI
+    call's bytes and calls, or a function too small to be sampled at all."""
+    if kernel == app_kernel:
+        return "application", "the whole application, as given"
+    if is_mpi(kernel):
+        return "communication", "an MPI call: modelled as communication"
+    return "aggregated", f"no {metric} measured: summed into {OTHERS}"
+
+
 def _totals(cost: pd.DataFrame, run: list[str], app_kernel: str | None) -> pd.Series:
-    """The application's cost per run: the named application kernel, or the sum of all."""
-    if app_kernel is not None:
-        return cost[cost["kernel"] == app_kernel].set_index(run)["value"].rename("total")
+    """The application's cost per run: the named application kernel's (where it has this
+    metric), or the sum of all."""
+    app = cost[cost["kernel"] == app_kernel] if app_kernel is not None else cost.iloc[:0]
+    if not app.empty:
+        return app.set_index(run)["value"].rename("total")
     return cost.groupby(run)["value"].sum().rename("total")
 
 

@@ -45,16 +45,19 @@ from apmt.comm import (
 from apmt.errors import ApmtError
 from apmt.fit import NoPlausibleFit, SeriesFit
 from apmt.fit_table import described, fit_all
-from apmt.kernels import OTHERS, classify
+from apmt.kernels import OTHERS, classify, cost_metric
 from apmt.machine import hertz
 from apmt.series import MIN_DISTINCT_P, UnfittableSeries, point_values, points
 from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
+from apmt.trust import MAJOR_SHARE, UNSUPPORTED, judge, merged_domain
 
 MODEL_FORMAT = "apmt-model/1"
 MODELLED = ("key", "non-scalable", "application")
 PARTS = ("comp_time", "mem_time", "comm_time", "others_time")
 CONTENTION_LIMIT = 1e-4
 UNACCOUNTED = "<unaccounted>"
+NO_TIME = ("no application time: the table has no time per kernel (nor cycles with a machine "
+           "file) and no measured application time")
 
 
 def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
@@ -102,6 +105,9 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
             f"1: the measured application time exceeds computation plus MPI in every run; "
             f"the rest is modelled as {UNACCOUNTED} (start-up, waits outside MPI)")
     model["mode"] = _mode(model)
+    model["cost_metric"] = cost_metric(table, app_kernel)
+    model["predicts_time"] = not np.isnan(
+        assemble(model, point_values(table.iloc[:1], params))[TIME_METRIC][0]).all()
     model["notes"] = _notes(model)
     return model
 
@@ -252,6 +258,11 @@ def _notes(model: dict) -> list[str]:
     if model["app_kernel"] not in (None, APP_KERNEL) and not app_fitted:
         notes.append(f"application time is the sum of the parts: the time of "
                      f"{model['app_kernel']!r} has no model")
+    if model["cost_metric"] != TIME_METRIC:
+        notes.append(f"kernels classed by {model['cost_metric']}: no function has a measured "
+                     "time")
+    if not model["predicts_time"]:
+        notes.append(f"{NO_TIME}; the model predicts each series as measured")
     unmodelled = [k["kernel"] for k in model["kernels"] if k["class"] in ("key", "non-scalable")
                   and _fit_of(model, k["kernel"], _kernel_metric(model, k["kernel"])) is None]
     if unmodelled:
@@ -271,19 +282,80 @@ def _fit_of(model: dict, kernel: str, metric: str) -> SeriesFit | None:
 
 def predict(model: dict, targets: pd.DataFrame,
             volume_ratios: dict[str, float] | None = None) -> pd.DataFrame:
-    """Predictions of every fitted series and of the application at the target points."""
+    """Predictions of every series and of the application at the target points, each with
+    how far it can be trusted (apmt.trust); a series the model could not fit has a row too,
+    without a number, saying why."""
     params = model["params"]
     values = point_values(targets, params)
     frames = []
     for entry in model["series"]:
-        predicted, lower, upper = entry["fit"].predict(values)
+        bounds = entry["fit"].predict(values)
         # the rows of kernel <app> are the assembled ones; a measured <app>'s own fit is beside
         metric = f"fitted_{entry['metric']}" if entry["kernel"] == APP_KERNEL else entry["metric"]
-        frames.append(_rows(targets, params, entry["kernel"], metric, predicted, lower, upper))
-    for part, (predicted, lower, upper) in assemble(model, values, volume_ratios).items():
-        frames.append(_rows(targets, params, APP_KERNEL, part, predicted, lower, upper))
+        frames.append(_rows(targets, params, entry["kernel"], metric, bounds,
+                            judge(entry["fit"].domain, values, *bounds)))
+    nan = np.full(len(values["p"]), np.nan)
+    for entry in model["left_out"]:
+        kernel, metric = (entry["operation"], TIME_METRIC) if "operation" in entry else (
+            entry["kernel"], entry["metric"])
+        why = f"not modelled: {entry['reason']}" if "operation" in entry else \
+            f"not modelled: the series {entry['reason']}"
+        frames.append(_rows(targets, params, kernel, metric, (nan, nan, nan),
+                            ([UNSUPPORTED] * len(nan), [why] * len(nan))))
+    frames += _application_rows(model, targets, values, volume_ratios)
     frames += _memory_rows(model, targets, values)
     return pd.concat(frames, ignore_index=True)
+
+
+def _application_rows(model: dict, targets: pd.DataFrame, values: dict,
+                      volume_ratios: dict[str, float] | None) -> list[pd.DataFrame]:
+    """The application's time and its parts, judged on the measured range of the whole model
+    (the time as application_trust says)."""
+    domain = merged_domain(_domains(model))
+    parts = assemble(model, values, volume_ratios)
+    frames = [_rows(targets, model["params"], APP_KERNEL, TIME_METRIC, parts[TIME_METRIC],
+                    application_trust(model, values, volume_ratios, parts))]
+    for part in PARTS:
+        frames.append(_rows(targets, model["params"], APP_KERNEL, part, parts[part],
+                            judge(domain, values, *parts[part])))
+    return frames
+
+
+def application_trust(model: dict, values: dict[str, np.ndarray],
+                      volume_ratios: dict[str, float] | None = None,
+                      parts: dict[str, tuple[np.ndarray, ...]] | None = None
+                      ) -> tuple[list[str], list[str]]:
+    """How far the application time at the points can be trusted (apmt.trust), on the measured
+    range of the whole model; also unsupported where a part that carries a tenth of it or
+    more is, naming that part."""
+    parts = parts or assemble(model, values, volume_ratios)
+    levels, reasons = judge(merged_domain(_domains(model)), values, *parts[TIME_METRIC])
+    if not model["predicts_time"]:
+        return levels, [NO_TIME] * len(reasons)
+    total = parts[TIME_METRIC][0]
+    for source, _, operation, bounds in contributions(model, values, volume_ratios):
+        part_levels, part_reasons = judge(_domain_of(model, source, operation), values, *bounds)
+        for i, level in enumerate(part_levels):
+            major = bounds[0][i] >= MAJOR_SHARE * total[i]
+            if level == UNSUPPORTED and major and levels[i] != UNSUPPORTED:
+                levels[i] = UNSUPPORTED
+                reasons[i] = (f"{bounds[0][i] / total[i]:.0%} of it is {source}, whose "
+                              f"prediction is unsupported: {part_reasons[i]}")
+    return levels, reasons
+
+
+def _domains(model: dict) -> list[dict[str, tuple[float, float]]]:
+    """The measured ranges of every fit of the model."""
+    return [entry["fit"].domain for entry in model["series"]] + [
+        operation["fits"]["time"].domain for operation in model["communication"]]
+
+
+def _domain_of(model: dict, source: str, operation: dict | None) -> dict:
+    """The measured range of one term of Eq. 2 (a kernel's fit, or an MPI operation's)."""
+    if operation is not None:
+        return operation["fits"]["time"].domain
+    fit = _fit_of(model, source, _kernel_metric(model, source))
+    return fit.domain if fit is not None else {}
 
 
 def _memory_rows(model: dict, targets: pd.DataFrame, values: dict) -> list[pd.DataFrame]:
@@ -300,17 +372,21 @@ def _memory_rows(model: dict, targets: pd.DataFrame, values: dict) -> list[pd.Da
         blocking = np.full(len(values["p"]), float(entry["bf_mem"])) \
             if entry.get("bf_mem") is not None else \
             stalls.predict(values)[0] / hertz(model["machine"]) / total
+        trust = judge(_domain_of(model, kernel, None), values, total, nan, nan)
         for metric, value in (("mem_total_time", total), ("bf_mem", blocking)):
-            frames.append(_rows(targets, model["params"], kernel, metric, value, nan, nan))
+            frames.append(_rows(targets, model["params"], kernel, metric, (value, nan, nan),
+                                trust))
     return frames
 
 
 def _rows(targets: pd.DataFrame, params: list[str], kernel: str, metric: str,
-          predicted: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> pd.DataFrame:
+          bounds: tuple[np.ndarray, ...], trust: tuple[list[str], list[str]]) -> pd.DataFrame:
     frame = targets[["p", *params]].reset_index(drop=True).copy()
     frame.insert(0, "metric", metric)
     frame.insert(0, "kernel", kernel)
-    return frame.assign(predicted=predicted, lower=lower, upper=upper)
+    predicted, lower, upper = bounds
+    return frame.assign(predicted=predicted, lower=lower, upper=upper, trust=trust[0],
+                        trust_reason=trust[1])
 
 
 def assemble(model: dict, values: dict[str, np.ndarray],
@@ -318,19 +394,25 @@ def assemble(model: dict, values: dict[str, np.ndarray],
     """T_app and its parts at the points; each as (predicted, lower, upper).
 
     The kernels' fits err independently (each chose its own shape), so the distances from a
-    prediction to its interval's ends add in quadrature.
+    prediction to its interval's ends add in quadrature. The application's time is the sum of
+    the parts; the fit of the application kernel when one is named, or when no kernel's time
+    is modelled (a table of counters per function beside the measured wall time); else (no
+    time at all) not a number.
     """
     parts = {part: _Sum(len(values["p"])) for part in PARTS}
+    computing = 0
     for _, part, _, bounds in contributions(model, values, volume_ratios):
         parts[part].add(bounds)
+        computing += part != "comm_time"
     total = _Sum(len(values["p"]))
     for part in parts.values():
         total.add(part.bounds())
     app = total.bounds()
-    app_fit = _fit_of(model, model["app_kernel"], TIME_METRIC) \
-        if model["app_kernel"] not in (None, APP_KERNEL) else None
-    if app_fit is not None:
+    app_fit = _fit_of(model, model["app_kernel"], TIME_METRIC)
+    if app_fit is not None and (model["app_kernel"] != APP_KERNEL or not computing):
         app = app_fit.predict(values)
+    elif not computing:     # no time per kernel (a counters-only table): no application time
+        app = tuple(np.full(len(values["p"]), np.nan) for _ in range(3))
     return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
 
 

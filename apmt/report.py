@@ -26,9 +26,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from apmt.errors import ApmtError
-from apmt.model import PARTS, assemble, load_model
+from apmt.model import PARTS, application_trust, assemble, load_model
 from apmt.series import per_run
 from apmt.tables import APP_KERNEL, TIME_METRIC, read_table, write_atomic
+from apmt.trust import UNSUPPORTED
 
 EXTRAPOLATION = 8          # the curves go on to this multiple of the largest measured P
 MAX_PANELS = 6
@@ -238,12 +239,22 @@ def plot_scaling(measurements: pd.DataFrame, model: dict, out: str | Path,
     shown = []
     for index, setting in enumerate(settings):
         color = f"C{index}"
-        predicted, lower, upper = assemble(model, _values(grid, setting))[TIME_METRIC]
+        parts = assemble(model, _values(grid, setting))
+        predicted, lower, upper = parts[TIME_METRIC]
         label = _label(setting, params, points) if len(points) else ""
         inside = grid <= largest
+        unsupported = np.array([level == UNSUPPORTED for level in application_trust(
+            model, _values(grid, setting), parts=parts)[0]])
+        # an unsupported stretch starts at the last supported point, so the curve is whole
+        starts = unsupported | np.append(unsupported[1:], False)
         ax.plot(grid[inside], predicted[inside], "-", color=color,
                 label=f"model {label}".strip())
-        ax.plot(grid[grid >= largest], predicted[grid >= largest], "--", color=color)
+        ax.plot(grid[(grid >= largest) & ~unsupported], predicted[(grid >= largest)
+                                                                 & ~unsupported], "--",
+                color=color)
+        if unsupported.any():
+            ax.plot(grid[starts], predicted[starts], ":", color="0.45",
+                    label="unsupported (see predictions.csv: trust)" if index == 0 else None)
         ax.fill_between(grid, lower, upper, color=color, alpha=0.15, linewidth=0)
         shown.append(np.concatenate([predicted, lower, upper]))
         if len(points):
@@ -277,10 +288,14 @@ def plot_breakdown(model: dict, out: str | Path, p_values: Sequence[float],
         bottom += height
     ax.plot(positions, parts[TIME_METRIC][0], "k_", markersize=24, markeredgewidth=2,
             label="application time (model)")
-    labels = [f"{p:g}" + ("*" if measured_max and p > measured_max else "") for p in p_values]
+    unsupported = [level == UNSUPPORTED for level in application_trust(
+        model, _values(p_values, setting), parts=parts)[0]]
+    labels = [f"{p:g}" + ("*" if measured_max and p > measured_max else "")
+              + ("!" if bad else "") for p, bad in zip(p_values, unsupported, strict=True)]
     ax.set_xticks(positions, labels)
     ax.set_xlabel("MPI processes P" + ("   (* predicted beyond the data)" if measured_max
-                                       else ""))
+                                       else "") + ("   (! unsupported)" if any(unsupported)
+                                                   else ""))
     ax.set_ylabel("time per rank [s]")
     shown = ", ".join(f"{k}={v:g}" for k, v in setting.items())
     ax.set_title(_title(f"model breakdown (Eq. 2){', ' + shown if shown else ''}", study))

@@ -1,56 +1,110 @@
-"""Accuracy of apmt next to the baselines and Extra-P: fit on P < P_max, predict P_max.
+"""Accuracy of apmt next to the baselines and Extra-P: fit on the smaller runs, predict the
+larger ones.
 
-Usage: python benchmarks/accuracy.py [DATA_DIR] [-o OUT_CSV]
+Usage: python benchmarks/accuracy.py [DATA_DIR] [--sets NAME,...] [-o OUT_CSV]
 DATA_DIR defaults to the repository's data/ folder (real measurements, see data/README.md).
-Prints, per data set and method, the median and 90th percentile absolute percentage error
-and apmt's 90%-interval coverage, from one run.
+Prints, per data set and method, the median and 90th percentile absolute percentage error,
+and for apmt how many of its 90% intervals hold the measured value and their median width
+(upper/lower), from one run; then the same pooled over all sets.
+
+The sets: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P = 343), the MPI
+collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over its size x:
+predict x = 2000 from x <= 1000), and LAMMPS profiled here (data/lammps/, cachegrind counters
+and sampled time per function, and the MPI operations: fit P <= 8, predict P = 16 and 32).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from apmt.evaluate import evaluate, summary
 from apmt.ingest import import_profiles
+from apmt.tables import read_table
 
 REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """One benchmark set: how to read it and what to hold out."""
+
+    fmt: str                       # an apmt import format, or "measurements"/"communication"
+    patterns: tuple[str, ...]      # files under the data folder
+    params: tuple[str, ...] = ()
+    per_rank: frozenset[str] = frozenset()
+    holdout: str = "p=max"
+    unused: dict[str, tuple[float, ...]] = field(default_factory=dict)  # values left out
+
+
 SETS = {
-    # name: (format, files under the data folder, parameters, per-rank parameters)
-    "relearn": ("extrap-text", ["relearn/relearn_data.txt"], ["n"], {"n"}),
-    "lulesh_caliper_opal": ("caliper", ["lulesh_caliper_opal/*.cali"], [], set()),
-    "mpi_collectives": ("collectives", ["mpi_collectives/mpi_data.csv"], [], set()),
+    "relearn": DataSet("extrap-text", ("relearn/relearn_data.txt",), ("n",), frozenset({"n"})),
+    "lulesh_caliper": DataSet("caliper", ("lulesh_caliper_opal/*.cali",)),
+    "mpi_collectives": DataSet("collectives", ("mpi_collectives/mpi_data.csv",)),
+    "mm_cubeset": DataSet("cube", ("scorep_counters/mm_cubeset",), ("x",), frozenset({"x"}),
+                          holdout="x=max"),
+    "lammps": DataSet("measurements", ("lammps/p1-32/measurements.csv",), holdout="p=16,32",
+                      unused={"p": (12, 24)}),
+    "lammps_comm": DataSet("communication", ("lammps/p1-32/comm.csv",), holdout="p=16,32",
+                           unused={"p": (12, 24)}),
 }
 
 
-def run(data: Path, baselines: list[str]) -> pd.DataFrame:
-    rows = []
-    for name, (fmt, patterns, params, per_rank) in SETS.items():
-        files = sorted(f for pattern in patterns for f in data.glob(pattern))
-        table, kind = import_profiles(fmt, files)
+def read_set(data: Path, spec: DataSet) -> tuple[pd.DataFrame, str]:
+    files = sorted(f for pattern in spec.patterns for f in data.glob(pattern))
+    if not files:
+        raise SystemExit(f"{data}: no files {', '.join(spec.patterns)}")
+    if spec.fmt in ("measurements", "communication"):
+        table, kind = read_table(files[0], spec.fmt), spec.fmt
+    else:
+        table, kind = import_profiles(spec.fmt, files)
+    for column, values in spec.unused.items():
+        table = table[~table[column].isin(values)]
+    return table, kind
+
+
+def run(data: Path, names: list[str], baselines: list[str]) -> pd.DataFrame:
+    frames = []
+    for name in names:
+        spec = SETS[name]
+        table, kind = read_set(data, spec)
         started = time.perf_counter()
-        evaluation = evaluate(table, kind, params, "p=max", baselines, name, frozenset(per_rank))
+        evaluation = evaluate(table, kind, list(spec.params), spec.holdout, baselines, name,
+                              spec.per_rank)
         seconds = time.perf_counter() - started
-        result = summary(evaluation).assign(set=name, seconds=round(seconds, 1))
-        rows.append(result)
+        frames.append(evaluation.assign(set=name, seconds=round(seconds, 1)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
+    """summary() per set, then over all sets pooled (set ``all``)."""
+    rows = [summary(rows).assign(set=name, seconds=rows["seconds"].iloc[0])
+            for name, rows in evaluation.groupby("set", sort=False)]
+    rows.append(summary(evaluation).assign(set="all", seconds=np.nan))
     return pd.concat(rows, ignore_index=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", type=Path, default=REPOSITORY / "data")
+    parser.add_argument("--sets", default=",".join(SETS),
+                        help=f"comma-separated, of {', '.join(SETS)}")
     parser.add_argument("--baselines", default="analytic,amdahl,powerlaw,extrap")
-    parser.add_argument("-o", "--output", type=Path)
+    parser.add_argument("-o", "--output", type=Path, help="every held-out point's errors")
     args = parser.parse_args()
-    result = run(args.data, args.baselines.split(","))
-    columns = ["set", "method", "points", "median_ape", "p90_ape", "coverage_90", "seconds"]
-    print(result[columns].to_string(index=False, float_format=lambda v: f"{v:.1f}"
-                                    if abs(v) >= 1 else f"{v:.2f}"))
+    evaluation = run(args.data, args.sets.split(","), args.baselines.split(","))
+    table = summaries(evaluation)
+    columns = ["set", "method", "points", "median_ape", "p90_ape", "coverage_90", "width_90",
+               "seconds"]
+    print(table[columns].to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.1f}"
+                                   if abs(v) >= 10 else f"{v:.2f}"))
     if args.output:
-        result.to_csv(args.output, index=False)
+        evaluation.to_csv(args.output, index=False)
 
 
 if __name__ == "__main__":

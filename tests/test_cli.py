@@ -87,9 +87,12 @@ def test_predicted_application_time_is_near_the_measurement(relearn: SimpleNames
     assert run.code == 0, run.err
     predictions = pd.read_csv(relearn.predictions)
     assert list(predictions.columns) == ["kernel", "metric", "p", "n", "predicted", "lower",
-                                         "upper"]
+                                         "upper", "trust", "trust_reason"]
     app = predictions[(predictions["kernel"] == APP_KERNEL) & (predictions["metric"] == "time")]
     assert len(app) == 2
+    assert app.set_index("p")["trust"].to_dict() == {512: "interpolated", 1024: "extrapolated"}
+    assert app.set_index("p").at[1024, "trust_reason"].startswith(
+        "p = 1024 is 2x the largest measured (512)")
     row = app[(app["p"] == 512) & (app["n"] == 5000)].iloc[0]
     table = read_table(relearn.table)
     at = table[(table["kernel"] == "main()") & (table["p"] == 512) & (table["n"] == 5000)]
@@ -269,7 +272,9 @@ def test_fit_with_a_communication_table_and_a_machine(measured_data: Path, tmp_p
     app = out[out["kernel"] == APP_KERNEL]
     assert not app.duplicated(["metric", "p"]).any()
     assert set(app["metric"]) == {*PARTS, "fitted_time"}
-    assert len(run.out.splitlines()) == 2
+    lines = run.out.splitlines()
+    assert [line.split(":")[0] for line in lines[:2]] == ["p=1024", "p=2048"]
+    assert len(lines) == 2 or (len(lines) == 3 and lines[2].startswith("warning: unsupported"))
 
 
 def test_volume_ratio_per_pattern() -> None:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from apmt.ingest import import_profiles
-from apmt.kernels import classify
+from apmt.kernels import classify, cost_metric
 from apmt.series import points
 from apmt.tables import check_table
 
@@ -122,19 +122,26 @@ def test_small_growing_kernel_is_non_scalable_and_small_falling_one_aggregated()
         assert "0.50" in kernels.loc["growing", "reason"]
 
 
-def test_cycles_decide_when_measured() -> None:
-    """With cycles the shares are of cycles: a kernel that is slow per cycle is not key."""
+@pytest.mark.parametrize(("metrics", "deciding"), [
+    (("cycles", "time"), "time"), (("cycles", "instructions"), "cycles"),
+    (("instructions", "branches"), "instructions"), (("branches",), "branches")])
+def test_time_decides_where_measured_else_cycles_else_instructions(
+        metrics: tuple[str, ...], deciding: str) -> None:
+    """Time where the functions have it; a counters-only table is classed by cycles, else by
+    instructions (else by what it has): ``a`` is 90% of the first two, ``b`` 90% of time."""
     rows = []
     for p in (2, 4, 8):
-        for kernel, cycles, time in (("a", 90.0 / p, 1.0 / p), ("b", 10.0 / p, 9.0 / p)):
-            rows += [{"kernel": kernel, "metric": "cycles", "p": p, "value": cycles},
-                     {"kernel": kernel, "metric": "time", "p": p, "value": time}]
-    kernels = by_kernel(classify(points(check_table(pd.DataFrame(rows), "t"), []), [],
-                                 threshold=0.2))
-    assert kernels.loc["a", "class"] == "key"
-    assert kernels.loc["b", "class"] == "aggregated"
-    assert kernels.loc["a", "max_share"] == pytest.approx(0.9)
-    assert "cycles" in kernels.loc["a", "reason"]
+        for kernel, count, time in (("a", 90.0 / p, 1.0 / p), ("b", 10.0 / p, 9.0 / p)):
+            values = {"time": time, "cycles": count, "instructions": count, "branches": count}
+            rows += [{"kernel": kernel, "metric": metric, "p": p, "value": values[metric]}
+                     for metric in metrics]
+    table = points(check_table(pd.DataFrame(rows), "t"), [])
+    assert cost_metric(table) == deciding
+    kernels = by_kernel(classify(table, [], threshold=0.2))
+    key, small = ("b", "a") if deciding == "time" else ("a", "b")
+    assert kernels.loc[key, "class"] == "key" and kernels.loc[small, "class"] == "aggregated"
+    assert kernels.loc[key, "max_share"] == pytest.approx(0.9)
+    assert deciding in kernels.loc[key, "reason"]
 
 
 def test_kernels_without_cycles_are_classified_by_time() -> None:

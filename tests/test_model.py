@@ -385,7 +385,11 @@ def test_small_functions_sampled_at_two_p_only_are_left_out_with_a_note() -> Non
                                "3); at least 3 are needed")
                for note in model["notes"]), model["notes"]
     predicted = predict(model, pd.DataFrame({"p": [6]}))
-    assert np.isfinite(predicted["predicted"]).all()
+    left_out = predicted["trust_reason"].str.startswith("not modelled")
+    assert np.isfinite(predicted.loc[~left_out, "predicted"]).all()
+    [row] = predicted[left_out].itertuples()
+    assert (row.kernel, row.metric, row.trust) == (OTHERS, "time", "unsupported")
+    assert np.isnan(row.predicted) and "2 distinct p" in row.trust_reason
 
 def test_time_outside_computation_and_mpi_is_modelled() -> None:
     """A measured wall time above computation plus MPI in every run (start-up, waits outside
@@ -428,3 +432,37 @@ def test_a_solved_bf_mem_replaces_the_stall_cycles(counter_model: dict, machine:
         / hertz(machine)
     assert app_rows(table)["mem_time"] == pytest.approx(before - stalls + 0.25 * total[1],
                                                         rel=1e-6)
+
+
+def test_a_counters_only_table_models_every_series() -> None:
+    """Instructions, loads, stores and branches per function, bytes and calls per MPI call,
+    and no time (what a counter backend alone gives): the functions are classed by
+    instructions, every series of every kept kernel is fitted and predicted, and no
+    application time is made up."""
+    rows = []
+    for p in (1, 2, 4, 8, 16):
+        per_kernel = {
+            "solve": {"instructions": 8e9 / p, "mem_loads": 3e9 / p, "mem_stores": 1e9 / p,
+                      "branches": 5e8 / p},
+            "halo": {"instructions": 2e8 * (1 + np.log2(p)), "mem_loads": 9e7,
+                     "mem_stores": 4e7, "branches": 1e7},
+            "MPI_Allreduce": {"bytes": 8.0 * 100, "calls": 100.0},
+        }
+        rows += [{"kernel": k, "metric": m, "p": p, "value": v}
+                 for k, metrics in per_kernel.items() for m, v in metrics.items()]
+    table = check_table(pd.DataFrame(rows), "counters")
+    model = build_model(table, [], source="counters")
+    assert model["cost_metric"] == "instructions"
+    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    assert classes == {"solve": "key", "halo": "key", "MPI_Allreduce": "communication"}
+    fitted = {(e["kernel"], e["metric"]) for e in model["series"]}
+    assert fitted == {(row["kernel"], row["metric"]) for row in rows}
+    assert any(note.startswith("no application time") for note in model["notes"])
+    predicted = predict(model, pd.DataFrame({"p": [32]})).set_index(["kernel", "metric"])
+    assert kernel_row(predict(model, pd.DataFrame({"p": [32]})), "solve", "instructions") \
+        == pytest.approx(8e9 / 32, rel=0.05)
+    series = predicted.drop(index=APP_KERNEL, level="kernel")
+    assert np.isfinite(series["predicted"]).all() and (series["predicted"] > 0).all()
+    app = predicted.loc[(APP_KERNEL, "time")]
+    assert np.isnan(app["predicted"]) and app["trust"] == "unsupported"
+    assert app["trust_reason"].startswith("no application time")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -20,7 +21,7 @@ from apmt.report import (
     plot_scaling,
     scale_points,
 )
-from apmt.tables import APP_KERNEL, write_table
+from apmt.tables import APP_KERNEL, check_table, write_table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 P_VALUES = [32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -90,6 +91,32 @@ def test_breakdown(study, tmp_path):
     ax = figure.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()][-1] == "4096*"
     assert "computation" in ax.get_legend_handles_labels()[1]
+
+
+def test_unsupported_predictions_are_marked(study, tmp_path):
+    """Beyond 100x the measured P the model's time is unsupported: the breakdown marks those
+    P with '!', and the application curve, drawn to the same scale, ends in a grey dotted
+    stretch labelled as unsupported."""
+    far = [*P_VALUES, 512 * 200]
+    figure = plot_breakdown(study["model"], tmp_path / "b.png", far, {"n": 9000.0}, "relearn",
+                            512)
+    labels = [t.get_text() for t in figure.axes[0].get_xticklabels()]
+    assert labels[-1] == "102400*!" and not any("!" in label for label in labels[:-1])
+    assert "(! unsupported)" in figure.axes[0].get_xlabel()
+    # computation measured to P = 64, an MPI call only at P = 2..4 (tests/test_trust.py): far
+    # beyond its own range the call, most of the time, makes the curve unsupported
+    rows = [{"kernel": kernel, "metric": "time", "p": p, "value": value}
+            for p in (1, 2, 4, 8, 16, 32, 64) for kernel, value in (("solve", 1.0 / p + 0.01),
+                                                                     (APP_KERNEL, 1.0 / p + 0.03))]
+    comm = pd.DataFrame([{"op": "MPI_Allreduce", "calls": 100.0, "bytes": 800.0,
+                          "time": 0.01 * np.log2(p), "p": p} for p in (2, 3, 4)])
+    measurements = check_table(pd.DataFrame(rows), "t")
+    model = build_model(measurements, [], source="t",
+                        comm=check_table(comm, "c", kind="communication"))
+    figure = plot_scaling(measurements, model, tmp_path / "s.png", "synthetic")
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+    [dotted] = [line for label, line in lines.items() if label.startswith("unsupported")]
+    assert dotted.get_linestyle() == ":" and min(dotted.get_xdata()) > 64
 
 
 def test_errors(study, tmp_path):

@@ -60,7 +60,11 @@ def test_a_zero_among_positive_values_is_left_out_with_a_note() -> None:
     fitted = {(e["kernel"], e["metric"]) for e in model["series"]}
     assert ("solve", "time") in fitted and ("solve", "llc_misses") not in fitted
     predicted = predict(model, pd.DataFrame({"p": [8, 64]}))
-    assert np.isfinite(predicted["predicted"]).all()
+    counter = predicted[predicted["metric"] == "llc_misses"]
+    assert counter["predicted"].isna().all() and counter["trust"].eq("unsupported").all()
+    assert counter["trust_reason"].str.contains("zero at p = 2, 3").all()
+    fitted = predicted[predicted["metric"] != "llc_misses"]
+    assert np.isfinite(fitted["predicted"]).all()
     app = predicted[(predicted["kernel"] == APP_KERNEL) & (predicted["metric"] == "time")]
     assert (app["predicted"] > 0).all()
 
@@ -90,7 +94,8 @@ def test_a_key_kernel_without_a_model_of_its_time_is_named() -> None:
     model = build_model(run_rows({}, time_at=(1, 2)), [], source="sampled")
     assert ("solve", "time") in left_out(model)
     assert any("leaves out solve" in note for note in model["notes"]), model["notes"]
-    assert np.isfinite(predict(model, pd.DataFrame({"p": [8]}))["predicted"]).all()
+    predicted = predict(model, pd.DataFrame({"p": [8]})).set_index(["kernel", "metric"])
+    assert np.isfinite(predicted.at[(APP_KERNEL, "time"), "predicted"])
 
 
 def test_nothing_to_fit_is_refused_in_one_line() -> None:
@@ -157,7 +162,10 @@ def test_any_mix_of_absent_zero_and_positive_values_never_stops_the_model(data) 
     assert expected <= fitted | set(reasons)
     assert all(reasons.values())
     predicted = predict(model, pd.DataFrame({"p": [64]}))
-    assert np.isfinite(predicted["predicted"]).all()
+    unfitted = predicted["trust_reason"].str.startswith("not modelled")
+    assert np.isfinite(predicted.loc[~unfitted, "predicted"]).all()
+    assert set(map(tuple, predicted.loc[unfitted, ["kernel", "metric"]].to_numpy())) == \
+        set(reasons)
     if len(p_values) < 4:   # two P left once the largest is held out: nothing to fit
         with pytest.raises(ApmtError, match="nothing could be fitted"):
             validate(table, [], "p=max", 0.1, "generated")

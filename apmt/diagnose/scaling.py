@@ -16,7 +16,8 @@ components (``components``): one row per P, component (kernel or MPI operation) 
     p, kernel, part (computation, memory (not overlapped), p2p communication, a collective's
     name, MPI library, others), time
 breakdown (strong and weak scaling sections): one row per P.
-    p, beyond_data (P above every measured one), measured (mean measured application time,
+    p, beyond_data (P above every measured one), trust (of the model's time: interpolated,
+    extrapolated or unsupported, apmt.trust), measured (mean measured application time,
     NaN where not measured), time (the model's application time), one column per part,
     dominant (the largest part)
 ranking: one row per key or non-scalable kernel.
@@ -45,10 +46,17 @@ from apmt.diagnose import imbalance
 from apmt.diagnose.section import Finding, Section
 from apmt.errors import ApmtError
 from apmt.kernels import KEY_THRESHOLD, MPI_NAME, NONSCALABLE_SLOPE, OTHERS
-from apmt.model import CONTENTION_LIMIT, assemble, contributions, load_model
+from apmt.model import (
+    CONTENTION_LIMIT,
+    application_trust,
+    assemble,
+    contributions,
+    load_model,
+)
 from apmt.report import PART_LABELS, measured_points, scale_points
 from apmt.series import MIN_DISTINCT_P, per_run, points
 from apmt.tables import APP_KERNEL, TIME_METRIC, parameter_columns, read_json, read_table
+from apmt.trust import UNSUPPORTED
 
 TOP_RANKS = 3          # "among the top" of the kernel ranking: paper 001 tunes the top few
 RISE_CAUSES = 3        # components named as the cause of a rise, the largest growth first
@@ -186,6 +194,7 @@ def breakdown(model: dict, values: dict[str, np.ndarray], parts: pd.DataFrame,
     wide = _fold_minor_collectives(wide)
     p = values["p"]
     table = pd.DataFrame({"p": p, "beyond_data": p > measurements["p"].max(),
+                          "trust": application_trust(model, values)[0],
                           "measured": _measured_app(model, measurements, values),
                           "time": assemble(model, values)[TIME_METRIC][0]})
     table = table.join(wide, on="p")
@@ -246,14 +255,26 @@ def scaling_section(model: dict, measurements: pd.DataFrame, values: dict[str, n
     table = breakdown(model, values, parts, measurements)
     measured_max = float(measurements["p"].max())
     findings = _dominance(table, measured_max) + _minimum(table, parts, measured_max, mode)
+    findings += _unsupported(model, values)
     title = f"{mode.capitalize()} scaling" + (f" ({setting})" if setting else "")
     return Section(title, findings, table, _scaling_note(model, parts, measured_max))
 
 
+def _unsupported(model: dict, values: dict[str, np.ndarray]) -> list[Finding]:
+    """The P whose modelled time is unsupported (apmt.trust): named, with the first reason."""
+    levels, reasons = application_trust(model, values)
+    bad = [i for i, level in enumerate(levels) if level == UNSUPPORTED]
+    if not bad:
+        return []
+    where = ", ".join(f"P={values['p'][i]:g}" for i in bad)
+    return [Finding("warning", f"the model's time at {where} is unsupported, not a prediction "
+                               f"to plan with: {reasons[bad[0]]}", p=int(values["p"][bad[0]]))]
+
+
 def _dominance(table: pd.DataFrame, measured_max: float) -> list[Finding]:
     """One finding per run of consecutive P with the same dominant part."""
-    parts = [c for c in table.columns if c not in ("p", "beyond_data", "measured", "time",
-                                                   "dominant")]
+    parts = [c for c in table.columns if c not in ("p", "beyond_data", "trust", "measured",
+                                                   "time", "dominant")]
     shares = table[parts].div(table[parts].sum(axis=1), axis=0)
     runs = (table["dominant"] != table["dominant"].shift()).cumsum()
     findings = []

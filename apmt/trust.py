@@ -1,0 +1,94 @@
+"""How far a prediction can be trusted: ``interpolated``, ``extrapolated`` or ``unsupported``.
+
+A prediction is
+- ``interpolated`` when its point lies inside the measured range of every variable (P and
+  each parameter);
+- ``extrapolated`` when it lies beyond that range by at most ``MAX_FACTOR`` and its 90%
+  interval spans less than a factor of ``MAX_WIDTH`` (upper / lower);
+- ``unsupported`` when it lies beyond and either limit is passed, and always for a series the
+  model could not fit (no number at all).
+
+Why these limits: the fit engine rejects shapes that turn negative or explode, but it checks
+them only up to 100 times the measured range (apmt.fit.EXTRAPOLATION_FACTORS); beyond it,
+nothing about the shape was tested, and the users' question (10x to 100x the scale) is
+answered within it. An interval wider than a factor of 10 says less than the order of
+magnitude: the number is shown, but it is not a prediction to plan with. The application's
+rows are also unsupported when a part that carries at least ``MAJOR_SHARE`` of the predicted
+time is, since the sum inherits it (LAMMPS fitted at P = 1..4 once predicted 7.6e7 s at
+P = 1024 from one MPI call's fit in p^2 log^2 p).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from apmt.fit import EXTRAPOLATION_FACTORS
+
+MAX_FACTOR = EXTRAPOLATION_FACTORS[-1]
+MAX_WIDTH = 10.0
+MAJOR_SHARE = 0.1
+LEVELS = ("interpolated", "extrapolated", "unsupported")
+UNSUPPORTED = LEVELS[2]
+
+
+def distance(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarray]
+             ) -> tuple[np.ndarray, list[str]]:
+    """Per point: how many times beyond the measured range it lies (1 inside), and in words
+    where, for the variable farthest out."""
+    n = len(next(iter(values.values())))
+    factor, words = np.ones(n), [""] * n
+    for name, (low, high) in domain.items():
+        if name not in values:
+            continue
+        value = np.asarray(values[name], float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            above, below = value / high, low / value
+        for i in np.flatnonzero(np.maximum(above, below) > factor):
+            if above[i] >= below[i]:
+                factor[i] = above[i]
+                words[i] = (f"{name} = {value[i]:g} is {above[i]:.3g}x the largest measured "
+                            f"({high:g})")
+            else:
+                factor[i] = below[i]
+                words[i] = (f"{name} = {value[i]:g} is {below[i]:.3g}x below the smallest "
+                            f"measured ({low:g})")
+    return factor, words
+
+
+def judge(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarray],
+          predicted: np.ndarray, lower: np.ndarray, upper: np.ndarray
+          ) -> tuple[list[str], list[str]]:
+    """The trust level and its reason (one short sentence) of each prediction."""
+    factor, where = distance(domain, values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        width = np.asarray(upper, float) / np.asarray(lower, float)
+    levels, reasons = [], []
+    for i, predicted_value in enumerate(np.asarray(predicted, float)):
+        if not np.isfinite(predicted_value):
+            levels.append(UNSUPPORTED)
+            reasons.append("no finite prediction")
+        elif factor[i] <= 1:
+            levels.append("interpolated")
+            reasons.append("inside the measured range")
+        elif factor[i] > MAX_FACTOR:
+            levels.append(UNSUPPORTED)
+            reasons.append(f"{where[i]}: beyond {MAX_FACTOR:g}x, no shape was checked")
+        elif width[i] > MAX_WIDTH:
+            levels.append(UNSUPPORTED)
+            reasons.append(f"{where[i]}, and its 90% interval spans a factor of {width[i]:.3g} "
+                           f"(more than {MAX_WIDTH:g}): only the order of magnitude is known")
+        else:
+            levels.append("extrapolated")
+            reasons.append(where[i] + (f"; 90% interval within a factor of {width[i]:.2g}"
+                                       if np.isfinite(width[i]) else ""))
+    return levels, reasons
+
+
+def merged_domain(domains: list[dict[str, tuple[float, float]]]) -> dict[str, tuple[float, float]]:
+    """The measured range of every variable over several fits (the application's)."""
+    merged: dict[str, tuple[float, float]] = {}
+    for domain in domains:
+        for name, (low, high) in domain.items():
+            known = merged.get(name, (low, high))
+            merged[name] = (min(known[0], low), max(known[1], high))
+    return merged

@@ -1,0 +1,126 @@
+"""The extrapolation gate (apmt.trust): every prediction says whether it is interpolated,
+extrapolated or unsupported, and why; on real data (RELeARN, LAMMPS profiled here) as the
+issue asks: inside the measured range is interpolated, P = 10^9 from P <= 128 is
+unsupported, twice the largest measured P on a well-behaved series is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from apmt.ingest import import_profiles
+from apmt.model import build_model, predict
+from apmt.tables import APP_KERNEL, check_table, read_table
+from apmt.trust import MAX_FACTOR, MAX_WIDTH, distance, judge
+
+DOMAIN = {"p": (2.0, 8.0)}
+
+
+def one(p: float, lower: float = 0.9, upper: float = 1.1) -> tuple[str, str]:
+    levels, reasons = judge(DOMAIN, {"p": np.array([p])}, np.array([1.0]), np.array([lower]),
+                            np.array([upper]))
+    return levels[0], reasons[0]
+
+
+def test_levels_follow_the_distance_and_the_width() -> None:
+    assert one(4) == ("interpolated", "inside the measured range")
+    assert one(4, 0.01, 100)[0] == "interpolated"              # inside: whatever the width
+    level, reason = one(16)
+    assert level == "extrapolated" and reason.startswith("p = 16 is 2x the largest measured (8)")
+    assert one(1)[1].startswith("p = 1 is 2x below the smallest measured (2)")
+    level, reason = one(8 * MAX_FACTOR * 2)
+    assert level == "unsupported" and "beyond 100x" in reason
+    assert one(8 * MAX_FACTOR)[0] == "extrapolated"
+    level, reason = one(16, 0.2, 0.2 * MAX_WIDTH * 1.5)
+    assert level == "unsupported" and "spans a factor of 15" in reason
+    assert one(16, np.nan, np.nan)[0] == "extrapolated"         # no interval: distance only
+    levels, reasons = judge(DOMAIN, {"p": np.array([16.0])}, np.array([np.nan]),
+                            np.array([np.nan]), np.array([np.nan]))
+    assert levels == ["unsupported"] and reasons == ["no finite prediction"]
+
+
+def test_the_farthest_variable_is_named() -> None:
+    factor, words = distance({"p": (32, 512), "n": (5000, 9000)},
+                             {"p": np.array([1024.0, 256.0]), "n": np.array([9000.0, 90000.0])})
+    assert factor.tolist() == [2.0, 10.0]
+    assert words == ["p = 1024 is 2x the largest measured (512)",
+                     "n = 90000 is 10x the largest measured (9000)"]
+
+
+@pytest.fixture(scope="module")
+def relearn_small(measured_data: Path) -> dict:
+    """RELeARN fitted on P <= 128 only."""
+    table, _ = import_profiles("extrap-text", [measured_data / "relearn" / "relearn_data.txt"])
+    return build_model(table[table["p"] <= 128], ["n"], source="relearn",
+                       app_kernel="main()", per_rank_params=frozenset({"n"}))
+
+
+def test_relearn_inside_twice_and_far_beyond(relearn_small: dict) -> None:
+    targets = pd.DataFrame({"p": [64, 256, 10**9], "n": [5000, 5000, 5000]})
+    rows = predict(relearn_small, targets)
+    app = rows[(rows["kernel"] == APP_KERNEL) & (rows["metric"] == "time")].set_index("p")
+    assert app.at[64, "trust"] == "interpolated"
+    assert app.at[256, "trust"] == "extrapolated"
+    assert app.at[10**9, "trust"] == "unsupported"
+    assert app.at[10**9, "trust_reason"].startswith("p = 1e+09 is 7.81e+06x the largest")
+    main = rows[(rows["kernel"] == "main()") & (rows["metric"] == "time")].set_index("p")
+    assert main["trust"].tolist() == ["interpolated", "extrapolated", "unsupported"]
+    assert set(rows["trust"]) <= {"interpolated", "extrapolated", "unsupported"}
+    assert rows["trust_reason"].str.len().gt(0).all()
+
+
+def test_predict_warns_in_one_line_about_unsupported_points(relearn_small: dict, cli,
+                                                           tmp_path: Path) -> None:
+    from apmt.model import save_model
+
+    path = tmp_path / "model.json"
+    save_model(relearn_small, path)
+    run = cli("predict", path, "--at", "p=256,n=5000", "--at", "p=1000000000,n=5000", "-o",
+              tmp_path / "predictions.csv")
+    assert run.code == 0, run.err
+    warnings = [line for line in run.out.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "p=1e+09 n=5000 (p = 1e+09 is" in warnings[0]
+    assert "p=256" not in warnings[0]
+
+
+def test_lammps_at_scale_is_flagged_by_the_part_that_drives_it(measured_data: Path) -> None:
+    """LAMMPS profiled here, fitted at P = 1..4 (the default study's P): at P = 1024 the
+    application time is unsupported (256x beyond), and at 16x beyond it is unsupported when
+    a part carrying a tenth of the time or more is, naming it."""
+    folder = measured_data / "lammps" / "p1-32"
+    table = read_table(folder / "measurements.csv")
+    comm = read_table(folder / "comm.csv", "communication")
+    model = build_model(table[table["p"] <= 4], ["size"], source="lammps",
+                        comm=comm[comm["p"] <= 4])
+    rows = predict(model, pd.DataFrame({"p": [2, 8, 64, 1024], "size": 0.6}))
+    app = rows[(rows["kernel"] == APP_KERNEL) & (rows["metric"] == "time")].set_index("p")
+    assert app.at[2, "trust"] == "interpolated"
+    assert app.at[1024, "trust"] == "unsupported" and "256x" in app.at[1024, "trust_reason"]
+    for p in (8, 64):
+        level, reason = app.at[p, "trust"], app.at[p, "trust_reason"]
+        assert level in ("extrapolated", "unsupported"), (p, level)
+        assert level == "extrapolated" or " of it is " in reason or "spans a factor" in reason
+    parts = rows[(rows["kernel"] != APP_KERNEL) & rows["predicted"].notna()]
+    assert parts.loc[parts["p"] == 1024, "trust"].eq("unsupported").all()
+
+
+def test_a_part_measured_over_a_narrower_range_makes_the_sum_unsupported() -> None:
+    """The computation is measured up to P = 64, an MPI call only at P = 2..4: at P = 1000 the
+    sum is 16x beyond its range, but the call, 250x beyond its own and most of the time, is
+    unsupported, and so is the application time, which names it."""
+    p_values = [1, 2, 4, 8, 16, 32, 64]
+    rows = [{"kernel": kernel, "metric": "time", "p": p, "value": value}
+            for p in p_values for kernel, value in (("solve", 1.0 / p + 0.01),
+                                                    (APP_KERNEL, 1.0 / p + 0.03))]
+    comm = pd.DataFrame([{"op": "MPI_Allreduce", "calls": 100.0, "bytes": 800.0,
+                          "time": 0.01 * np.log2(p), "p": p} for p in (2, 3, 4)])
+    model = build_model(check_table(pd.DataFrame(rows), "t"), [], source="t",
+                        comm=check_table(comm, "c", kind="communication"))
+    predicted = predict(model, pd.DataFrame({"p": [1000]}))
+    app = predicted[(predicted["kernel"] == APP_KERNEL) & (predicted["metric"] == "time")]
+    [reason] = app["trust_reason"]
+    assert app["trust"].tolist() == ["unsupported"]
+    assert " of it is MPI_Allreduce, whose prediction is unsupported: p = 1000 is 250x" in reason
