@@ -30,6 +30,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
+from apmt import varpro
+
 # Extra-P's exponents, mirrored for strong scaling and capped at 2: steeper growth in P is not
 # seen in real codes, and from 4-5 points it is what turns a noisy last point into a blow-up.
 POWER_EXPONENTS = (-2, -3 / 2, -4 / 3, -1, -3 / 4, -2 / 3, -1 / 2, -1 / 3, -1 / 4, 0, 1 / 4,
@@ -38,11 +40,11 @@ LOG_EXPONENTS = (0, 1, 2)
 EXP_RATES = (-4.0, -2.0, -1.0)   # decaying only: a growing exponential in P explodes
 CAPPED_LOG_ERROR = 3.0
 INTERVAL_LEVEL = 0.90
-MAX_HALF_WIDTH = np.log(10.0)   # a factor of 10 either way: wider says nothing more
 ONE_SE = 1.0
 FORWARD_WEIGHT = 2.0
 ALTERNATIVES = 4        # plausible shapes averaged with the chosen one, widening its interval
 TINY = np.finfo(float).tiny
+FLOAT_LOG_LIMIT = 300.0   # e^300: the widest interval a float holds around any prediction
 PAIR_TERMS = 8          # best terms per variable that multi-parameter hypotheses combine
 MAX_LOG_EXPONENT = 3.0
 EXTRAPOLATION_FACTORS = (1.0, 2.0, 4.0, 16.0, 100.0)
@@ -65,7 +67,7 @@ class Term:
     variable: str
     kind: str = "power"
     exponent: float = 0.0
-    log_exponent: int = 0
+    log_exponent: float = 0.0
     scale: float = 1.0
 
     def evaluate(self, values: dict[str, np.ndarray]) -> np.ndarray:
@@ -94,7 +96,7 @@ class Term:
             parts.append(name if self.exponent == 1 else f"{name}^{_fraction(self.exponent)}")
         if self.log_exponent:
             log = f"log2({self.variable})"
-            parts.append(log if self.log_exponent == 1 else f"{log}^{self.log_exponent}")
+            parts.append(log if self.log_exponent == 1 else f"{log}^{self.log_exponent:.3g}")
         return " * ".join(parts) or "1"
 
     @property
@@ -105,7 +107,7 @@ class Term:
         if self.kind in ("exp", "lnlog"):
             return 3
         plain = 0 if self.exponent in (0, 1, -1) else 1 if self.exponent in (0.5, -0.5, 2) else 2
-        return plain + self.log_exponent
+        return plain + int(np.ceil(self.log_exponent))
 
     def to_dict(self) -> dict:
         return {"variable": self.variable, "kind": self.kind, "exponent": self.exponent,
@@ -135,10 +137,11 @@ class Hypothesis:
 
     form: str
     bases: tuple[tuple[Term, ...], ...]
+    estimated: int = 0      # exponents estimated from the data (apmt.varpro): they count too
 
     @property
     def n_coefficients(self) -> int:
-        return 1 + len(self.bases)
+        return 1 + len(self.bases) + self.estimated
 
     @property
     def complexity(self) -> int:
@@ -161,12 +164,13 @@ class Hypothesis:
         return " + ".join(pieces).replace("+ -", "- ")
 
     def to_dict(self) -> dict:
-        return {"form": self.form, "bases": [[t.to_dict() for t in b] for b in self.bases]}
+        return {"form": self.form, "bases": [[t.to_dict() for t in b] for b in self.bases],
+                "estimated": self.estimated}
 
     @staticmethod
     def from_dict(data: dict) -> Hypothesis:
         bases = tuple(tuple(Term(**t) for t in basis) for basis in data["bases"])
-        return Hypothesis(data["form"], bases)
+        return Hypothesis(data["form"], bases, data.get("estimated", 0))
 
 
 @dataclass
@@ -185,6 +189,8 @@ class SeriesFit:
     domain: dict[str, tuple[float, float]]
     alternatives: list[tuple[Hypothesis, np.ndarray]] = field(default_factory=list)
     averaged: bool = True   # False when theory chose the shape (Hockney): it stands alone
+    forward_rate: float = float("nan")  # its forward predictions' log error per log step
+    drift: float = 0.0      # log error per log distance beyond the data (fit_table.calibrate)
 
     @property
     def function(self) -> str:
@@ -198,7 +204,8 @@ class SeriesFit:
         one of them has earned the trust that a pick would suggest. A shape that theory
         prefers (Hockney's, for communication) is not averaged away. The interval's width comes
         from the chosen shape's cross-validated error and leverage, widened to cover the
-        alternatives.
+        alternatives, and beyond the measured range from how far forward predictions erred
+        (``drift`` per unit of log distance: the shape is least known where no point is).
         """
         chosen = np.maximum(_evaluate(self.hypothesis, self.coefficients, values), TINY)
         design = self.hypothesis.design(values)
@@ -207,13 +214,33 @@ class SeriesFit:
         leverage = np.einsum("ik,kl,il->i", design, self.inverse_gram, design)
         quantile = stats.t.ppf(0.5 + INTERVAL_LEVEL / 2, max(self.dof, 1))
         half_width = quantile * self.sigma * np.sqrt(1.0 + np.nan_to_num(leverage, nan=1e6))
-        logs = [np.log(chosen)]
-        for hypothesis, coefficients in self.alternatives:
-            logs.append(np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY)))
-            half_width = np.maximum(half_width, np.abs(logs[-1] - logs[0]))
-        half_width = np.minimum(half_width, MAX_HALF_WIDTH)
-        predicted = np.exp(np.mean(logs, axis=0)) if self.averaged else chosen
+        logs = [np.log(chosen)] + [
+            np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY))
+            for hypothesis, coefficients in self.alternatives]
+        center = np.mean(logs, axis=0) if self.averaged else logs[0]
+        spread = np.max(np.abs(np.array(logs) - center), axis=0)
+        beyond = self.quantile * self.drift * self.distance(values)
+        # no cap: an interval says how little is known; only kept within floating point
+        half_width = np.minimum(np.sqrt(np.maximum(half_width, spread) ** 2 + beyond**2),
+                                FLOAT_LOG_LIMIT)
+        predicted = np.exp(center)
         return predicted, predicted * np.exp(-half_width), predicted * np.exp(half_width)
+
+    @property
+    def quantile(self) -> float:
+        """The standard normal quantile of the interval level (1.645 for 90%)."""
+        return float(stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2))
+
+    def distance(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """How far beyond the measured range each point lies, in log units (0 inside)."""
+        far = np.zeros(len(next(iter(values.values()))))
+        for name, (low, high) in self.domain.items():
+            if name in values:
+                value = np.asarray(values[name], float)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    out = np.maximum(np.log(value / high), np.log(low / value))
+                far = np.maximum(far, np.nan_to_num(out, nan=0.0))
+        return far
 
     def to_dict(self) -> dict:
         return {
@@ -224,7 +251,7 @@ class SeriesFit:
             "n_points": self.n_points, "domain": {k: list(v) for k, v in self.domain.items()},
             "alternatives": [{"hypothesis": h.to_dict(), "coefficients": c.tolist(),
                               "function": h.text(c)} for h, c in self.alternatives],
-            "averaged": self.averaged,
+            "averaged": self.averaged, "forward_rate": self.forward_rate, "drift": self.drift,
         }
 
     @staticmethod
@@ -237,6 +264,7 @@ class SeriesFit:
             n_points=data["n_points"], domain={k: tuple(v) for k, v in data["domain"].items()},
             alternatives=[(Hypothesis.from_dict(a["hypothesis"]), np.array(a["coefficients"]))
                           for a in data["alternatives"]], averaged=data["averaged"],
+            forward_rate=data.get("forward_rate", float("nan")), drift=data.get("drift", 0.0),
         )
 
 
@@ -349,6 +377,8 @@ class _Batch:
     fold_errors: np.ndarray       # (H, F): mean |ln(prediction / observation)| per fold
     fitted: np.ndarray            # (H, n)
     extended_design: np.ndarray   # (H, m, k): the designs where users will extrapolate
+    family: _Family | None = None  # an estimated shape's family (one hypothesis per batch)
+    exponents: np.ndarray | None = None  # and its exponents as estimated
 
 
 def _held_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
@@ -382,9 +412,7 @@ def _fit_batch(hypotheses: list[Hypothesis], design: np.ndarray, extended: np.nd
         # relative errors: each point weighs 1/y, as timing noise is multiplicative
         weighted, target = design / y[None, :, None], np.ones(design.shape[:2])
     with np.errstate(all="ignore"):
-        gram = np.einsum("hnk,hnl->hkl", weighted, weighted)
-        inverse_gram = np.linalg.pinv(gram)
-        coefficients = np.einsum("hkl,hnl,hn->hk", inverse_gram, weighted, target)
+        coefficients, inverse_gram = _least_squares(weighted, target)
         residual = target - np.einsum("hnk,hk->hn", weighted, coefficients)
         errors = np.stack([_log_errors(_held_out_residuals(weighted, inverse_gram, residual,
                                                            fold), loglinear).mean(axis=1)
@@ -393,6 +421,27 @@ def _fit_batch(hypotheses: list[Hypothesis], design: np.ndarray, extended: np.nd
     errors = _impute_undetermined(errors)
     errors[~np.isfinite(coefficients).all(axis=1)] = CAPPED_LOG_ERROR
     return _Batch(hypotheses, coefficients, inverse_gram, errors, fitted, extended)
+
+
+def _least_squares(weighted: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Batched least squares by QR of the column-scaled designs, not the normal equations
+    (which square the condition number: p^2 log^2 p beside a constant spans 10 decades).
+    Returns the coefficients and (X'X)^-1, both in the unscaled columns; a design whose columns
+    are dependent gets NaN coefficients (no fit), not a pseudo-inverse's arbitrary one."""
+    scale = np.linalg.norm(weighted, axis=1)                                  # (H, k)
+    scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+    q, r = np.linalg.qr(np.nan_to_num(weighted / scale[:, None, :]))
+    diagonal = np.abs(np.diagonal(r, axis1=1, axis2=2))
+    dependent = (diagonal < 1e-10 * np.maximum(diagonal.max(axis=1, keepdims=True), TINY)).any(
+        axis=1) | ~np.isfinite(weighted).all(axis=(1, 2))
+    identity = np.eye(r.shape[-1])
+    r_inverse = np.linalg.inv(np.where(dependent[:, None, None], identity, r))
+    scaled = np.einsum("hkl,hnl,hn->hk", r_inverse, q, target)
+    coefficients = scaled / scale
+    inverse_gram = np.einsum("hkl,hml->hkm", r_inverse, r_inverse) / (
+        scale[:, :, None] * scale[:, None, :])
+    coefficients[dependent] = np.nan
+    return coefficients, inverse_gram
 
 
 def _log_errors(residual: np.ndarray, loglinear: bool) -> np.ndarray:
@@ -439,13 +488,119 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
         pairs = pair_hypotheses(_best_terms(values, y, variables), primary, len(y))
         batches += [_fit_batch(group, design, extended, y, folds) for group, design, extended
                     in _design_groups(tuple(pairs), values, primary) if group]
+    batches += _estimated_batches(values, y, variables, primary, folds)
     preferred = preferred or (lambda _: False)
     (b, i), *others = _rank(batches, weights, preferred)
+    batches[b] = _refined(batches[b], values, y, primary, folds)
     alternatives = [(batches[ob].hypotheses[oi], batches[ob].coefficients[oi])
                     for ob, oi in others[:ALTERNATIVES]]
     fit = _summarise(batches[b], i, y, values, weights, alternatives, primary)
     fit.averaged = not preferred(fit.hypothesis)
     return fit
+
+
+@dataclass(frozen=True)
+class _Family:
+    """Shapes whose exponents are estimated (apmt.varpro): the candidates' grid (C, m), the
+    free terms' columns at given rows for given exponents, and the hypothesis they make."""
+
+    grid: np.ndarray
+    columns: varpro.Columns
+    hypothesis: Callable[[np.ndarray], Hypothesis]
+    bounds: list[tuple[float, float]]
+
+
+def _families(values: dict[str, np.ndarray], variables: tuple[str, ...]) -> list[_Family]:
+    """d + a*x^c in the first variable to try (P, or the work per rank size/P), RAT's
+    d + a*log2(P)^b*P^c, and d + a*x^c + e*w^f with each other plain variable w."""
+    first = variables[0]
+    x = variable_values(first, values)
+    found = [_Family(varpro.EXPONENTS[:, None],
+                     lambda e, rows: (x[rows][None, :] ** e[:, :1])[..., None],
+                     lambda e: Hypothesis("linear", ((Term(first, "power", e[0]),),), 1),
+                     [(-3.0, 3.0)])]
+    if first == "p" and np.all(x >= 1):
+        grid = np.array([(c, b) for c in varpro.EXPONENTS for b in varpro.LOG_EXPONENTS[1:]])
+        found.append(_Family(
+            grid, lambda e, rows: (x[rows][None, :] ** e[:, :1]
+                                   * np.log2(x[rows])[None, :] ** e[:, 1:2])[..., None],
+            lambda e: Hypothesis("linear", ((Term("p", "power", e[0], e[1]),),), 2),
+            [(-3.0, 3.0), (0.0, 3.0)]))
+    for other in variables[1:]:
+        if other.endswith(PER_RANK_SUFFIX) or np.ptp(variable_values(other, values)) == 0:
+            continue
+        w = variable_values(other, values)
+        grid = np.array([(c, f) for c in varpro.SUM_EXPONENTS for f in varpro.SUM_EXPONENTS])
+        found.append(_Family(
+            grid, lambda e, rows, w=w: np.stack([x[rows][None, :] ** e[:, :1],
+                                                 w[rows][None, :] ** e[:, 1:2]], axis=2),
+            lambda e, other=other: Hypothesis("linear", ((Term(first, "power", e[0]),),
+                                                         (Term(other, "power", e[1]),)), 2),
+            [(-3.0, 3.0), (-3.0, 3.0)]))
+    return found
+
+
+def _estimated_batches(values: dict[str, np.ndarray], y: np.ndarray,
+                       variables: tuple[str, ...], primary: str,
+                       folds: list[Fold]) -> list[_Batch]:
+    """The estimated shapes as batches of one: exponents estimated on all points (grid, then
+    scipy) for the fit and its intervals, and again in every fold for its cross-validated
+    error, so the freedom of the exponents is paid for as the others' coefficients are."""
+    everything = np.arange(len(y))
+    extended = _extended_values(values, primary)
+    batches = []
+    for family in _families(values, variables):
+        needed = family.hypothesis(family.grid[0]).n_coefficients
+        if needed >= len(np.unique(values[primary])):
+            continue
+        exponents = varpro.grid_estimate(family.grid, family.columns, y, everything)
+        if exponents is None:
+            continue
+        hypothesis = family.hypothesis(np.round(exponents, 3))
+        batch = _fit_batch([hypothesis], designs([hypothesis], values),
+                           designs([hypothesis], extended), y, folds)
+        errors = np.array([[_refitted_error(family, y, fold, needed) for fold in folds]])
+        batch.fold_errors = _impute_undetermined(errors)
+        batch.family, batch.exponents = family, exponents
+        batches.append(batch)
+    return batches
+
+
+def _refined(batch: _Batch, values: dict[str, np.ndarray], y: np.ndarray, primary: str,
+             folds: list[Fold]) -> _Batch:
+    """A chosen estimated shape with its exponents refined by scipy (its fold errors stay
+    those of the estimates that competed)."""
+    family = batch.family
+    if family is None:
+        return batch
+    exponents = varpro.refined_estimate(batch.exponents, family.columns, y, np.arange(len(y)),
+                                        family.bounds)
+    hypothesis = family.hypothesis(np.round(exponents, 3))
+    refined = _fit_batch([hypothesis], designs([hypothesis], values),
+                         designs([hypothesis], _extended_values(values, primary)), y, folds)
+    if not _sane(refined)[0]:
+        return batch
+    refined.fold_errors, refined.family, refined.exponents = batch.fold_errors, family, exponents
+    return refined
+
+
+def _refitted_error(family: _Family, y: np.ndarray, fold: Fold, needed: int) -> float:
+    """One fold's error of an estimated shape: exponents and coefficients from the fold's
+    training points only; NaN when they cannot determine them."""
+    train = np.setdiff1d(np.arange(len(y)), fold.deleted)
+    if len(train) <= needed:
+        return np.nan
+    exponents = varpro.grid_estimate(family.grid, family.columns, y, train)
+    if exponents is None:
+        return np.nan
+    terms = family.columns(exponents[None, :], np.arange(len(y)))[0]
+    design = np.column_stack([np.ones(len(y)), terms])
+    coefficients = np.linalg.lstsq(design[train] / y[train, None], np.ones(len(train)),
+                                   rcond=None)[0]
+    predicted = design[fold.scored] @ coefficients
+    ratio = np.where(predicted > 0, predicted / y[fold.scored], np.nan)
+    errors = np.where(np.isfinite(ratio), np.abs(np.log(ratio)), CAPPED_LOG_ERROR)
+    return float(np.mean(np.minimum(errors, CAPPED_LOG_ERROR)))
 
 
 def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
@@ -538,15 +693,21 @@ def _design_groups(hypotheses: tuple[Hypothesis, ...], values: dict[str, np.ndar
     if key not in _DESIGN_CACHE:
         if len(_DESIGN_CACHE) > 64:
             _DESIGN_CACHE.clear()
-        extended = {k: np.concatenate([v * factor for factor in EXTRAPOLATION_FACTORS])
-                    if k == primary else np.tile(v, len(EXTRAPOLATION_FACTORS))
-                    for k, v in values.items()}
+        extended = _extended_values(values, primary)
         groups: dict[tuple[str, int], list[Hypothesis]] = {}
         for hypothesis in hypotheses:
             groups.setdefault((hypothesis.form, hypothesis.n_coefficients), []).append(hypothesis)
         _DESIGN_CACHE[key] = [(group, designs(group, values), designs(group, extended))
                               for group in groups.values()]
     return _DESIGN_CACHE[key]
+
+
+def _extended_values(values: dict[str, np.ndarray], primary: str) -> dict[str, np.ndarray]:
+    """The points with the primary variable at 1x to 100x: where users extrapolate, and where
+    a shape must stay positive and finite to be plausible."""
+    return {k: np.concatenate([v * factor for factor in EXTRAPOLATION_FACTORS])
+            if k == primary else np.tile(v, len(EXTRAPOLATION_FACTORS))
+            for k, v in values.items()}
 
 
 def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.ndarray],
@@ -565,10 +726,22 @@ def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.nd
     adj_r2 = 1.0 - (1.0 - r2) * (n - 1) / (n - k) if n > k else float("nan")
     sigma = float(np.sqrt(np.sum(weights * errors**2) / weights.sum()))
     domain = {v: (float(np.min(values[v])), float(np.max(values[v]))) for v in values}
+    dof = max(1, min(n - k, len(np.unique(values[primary])) - 1))
     return SeriesFit(
         hypothesis=hypothesis, coefficients=batch.coefficients[index],
-        inverse_gram=batch.inverse_gram[index], sigma=sigma,
-        dof=max(1, min(n - k, len(np.unique(values[primary])) - 1)), r2=float(r2),
+        inverse_gram=batch.inverse_gram[index], sigma=sigma, dof=dof, r2=float(r2),
         adj_r2=float(adj_r2), loo_error=float(np.expm1(errors @ weights / weights.sum())),
         n_points=n, domain=domain, alternatives=alternatives,
+        forward_rate=_forward_rate(errors, np.unique(values[primary])),
     )
+
+
+def _forward_rate(errors: np.ndarray, levels: np.ndarray) -> float:
+    """The chosen shape's forward predictions (each value of the primary variable from the
+    smaller ones: the user's question, one step back) as log error per log step, their root
+    mean square; NaN with fewer than 3 values (no forward fold)."""
+    steps = np.log(levels[2:] / levels[1:-1])
+    forward = errors[len(levels):len(levels) + len(steps)]
+    if not len(steps) or not np.isfinite(forward).all():
+        return float("nan")
+    return float(np.sqrt(np.mean((forward / steps) ** 2)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 
+import numpy as np
 import pandas as pd
 
 from apmt.fit import SeriesFit
@@ -33,7 +34,20 @@ def fit_all(points: pd.DataFrame, params: list[str], source: str,
     outcomes = [outcome for chunk in results for outcome in chunk]
     fits = {key: fit for key, fit in outcomes if isinstance(fit, SeriesFit)}
     left_out = {key: reason for key, reason in outcomes if isinstance(reason, str)}
+    calibrate(fits)
     return fits, left_out
+
+
+def calibrate(fits: dict[tuple, SeriesFit]) -> None:
+    """Set how far each fit's intervals widen beyond the measured range (SeriesFit.drift),
+    from the table's own out-of-sample errors: its forward predictions' error per log step,
+    or the median of the table's series when that is larger (a series' own one or two
+    forward folds may have been lucky)."""
+    rates = np.array([fit.forward_rate for fit in fits.values()], float)
+    typical = float(np.nanmedian(rates)) if np.isfinite(rates).any() else 0.0
+    for fit in fits.values():
+        own = fit.forward_rate if np.isfinite(fit.forward_rate) else typical
+        fit.drift = max(own, typical)
 
 
 def _fit_chunk(work: tuple) -> list[tuple[tuple, SeriesFit | str]]:

@@ -105,6 +105,17 @@ def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = N
     return pd.DataFrame(rows, columns=["kernel", "class", "reason", "max_share", "slope"])
 
 
+def with_nested(kernels: pd.DataFrame, nested: list[str]) -> pd.DataFrame:
+    """The classes with the nested regions (apmt.nesting) as such: modelled on their own,
+    never summed (their time lies inside other regions')."""
+    inside = kernels["kernel"].isin(nested)
+    return kernels.assign(
+        **{"class": kernels["class"].where(~inside, "nested"),
+           "reason": kernels["reason"].where(
+               ~inside, "its time lies inside other regions' (nested): modelled on its own, "
+                        "not summed")})
+
+
 def _seen_enough(kernel: str, label: str, reason: str, seen_at: int) -> dict:
     """A non-scalable kernel or an MPI call seen at too few P to fit is summed instead."""
     if label in ("non-scalable", "communication") and seen_at < MIN_DISTINCT_P:

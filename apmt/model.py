@@ -45,14 +45,15 @@ from apmt.comm import (
 from apmt.errors import ApmtError
 from apmt.fit import NoPlausibleFit, SeriesFit
 from apmt.fit_table import described, fit_all
-from apmt.kernels import OTHERS, classify, cost_metric
+from apmt.kernels import OTHERS, classify, cost_metric, with_nested
 from apmt.machine import hertz
+from apmt.nesting import resolve
 from apmt.series import MIN_DISTINCT_P, UnfittableSeries, point_values, points
 from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
 from apmt.trust import MAJOR_SHARE, UNSUPPORTED, judge, merged_domain
 
 MODEL_FORMAT = "apmt-model/1"
-MODELLED = ("key", "non-scalable", "application")
+MODELLED = ("key", "non-scalable", "application", "nested")
 PARTS = ("comp_time", "mem_time", "comm_time", "others_time")
 CONTENTION_LIMIT = 1e-4
 UNACCOUNTED = "<unaccounted>"
@@ -63,13 +64,19 @@ NO_TIME = ("no application time: the table has no time per kernel (nor cycles wi
 def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
                 comm: pd.DataFrame | None = None, machine: dict | None = None,
                 app_kernel: str | None = None, per_rank_params: frozenset[str] = frozenset(),
-                threshold: float = 0.05, scaling: str = "strong") -> dict:
-    """Classify kernels, fit every series that the model needs, and assemble Eq. 2."""
+                threshold: float = 0.05, scaling: str | None = None) -> dict:
+    """Classify kernels, fit every series that the model needs, and assemble Eq. 2.
+    ``scaling`` is weak when a parameter is per rank (the work per rank stays as P grows),
+    else strong, unless given."""
     table = points(measurements, params)
     app_kernel = app_kernel or (APP_KERNEL if APP_KERNEL in set(table["kernel"]) else None)
     if app_kernel is not None and app_kernel not in set(table["kernel"]):
         raise ApmtError(f"{source}: application kernel {app_kernel!r} not found")
-    kernels = classify(table, params, app_kernel, threshold, scaling)
+    scaling = scaling or ("weak" if per_rank_params else "strong")
+    nesting = resolve(table, params, app_kernel)
+    table = nesting.table
+    kernels = with_nested(classify(table, params, app_kernel, threshold, scaling),
+                          nesting.nested)
     classes = dict(zip(kernels["kernel"], kernels["class"], strict=True))
     if comm is None:
         modelled = {k for k, c in classes.items() if c in (*MODELLED, "communication")}
@@ -108,7 +115,7 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     model["cost_metric"] = cost_metric(table, app_kernel)
     model["predicts_time"] = not np.isnan(
         assemble(model, point_values(table.iloc[:1], params))[TIME_METRIC][0]).all()
-    model["notes"] = _notes(model)
+    model["notes"] = _notes(model) + ([nesting.note] if nesting.note else [])
     return model
 
 
@@ -119,7 +126,8 @@ def _run_times(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
     time = table[table["metric"] == TIME_METRIC]
     run = ["p", *params]
     app = time[time["kernel"] == app_kernel].groupby(run)["value"].mean()
-    computing = [k for k, c in classes.items() if c not in ("application", "communication")]
+    computing = [k for k, c in classes.items()
+                 if c not in ("application", "communication", "nested")]
     comp = time[time["kernel"].isin(computing)].groupby(run)["value"].sum()
     comm_time = comm_points(comm, params).groupby(run)["time"].sum()
     return pd.concat({"app": app, "comp": comp, "comm": comm_time}, axis=1)
@@ -427,7 +435,7 @@ def contributions(model: dict, values: dict[str, np.ndarray],
     for entry in model["series"]:
         kernel = entry["kernel"]
         kind = classes.get(kernel, "aggregated")
-        if kind == "application" or entry["metric"] != _kernel_metric(model, kernel):
+        if kind in ("application", "nested") or entry["metric"] != _kernel_metric(model, kernel):
             continue
         if kind == "communication":
             yield kernel, "comm_time", None, entry["fit"].predict(values)

@@ -60,7 +60,7 @@ def judge(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarray],
           ) -> tuple[list[str], list[str]]:
     """The trust level and its reason (one short sentence) of each prediction."""
     factor, where = distance(domain, values)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         width = np.asarray(upper, float) / np.asarray(lower, float)
     levels, reasons = [], []
     for i, predicted_value in enumerate(np.asarray(predicted, float)):

@@ -122,9 +122,11 @@ def scaling_sections(model: dict, measurements: pd.DataFrame,
                      p_values: list[float]) -> list[Section]:
     """Strong scaling (and weak, for a weak-scaling model), ranking and non-scalable
     functions at the given P."""
+    # the work per rank of per-rank parameters stays as P grows: that is weak scaling
+    first = "weak" if model["scaling"] == "weak" and not _total_params(model) else "strong"
     values, setting = scale_values(model, measurements, p_values, "strong")
     strong = components(model, values)
-    result = [scaling_section(model, measurements, values, strong, "strong", setting)]
+    result = [scaling_section(model, measurements, values, strong, first, setting)]
     if model["scaling"] == "weak" and _total_params(model):
         values, setting = scale_values(model, measurements, p_values, "weak")
         weak = components(model, values)
@@ -350,8 +352,12 @@ def _scaling_note(model: dict, parts: pd.DataFrame, measured_max: float) -> str:
     if negative:
         notes.append("predicted negative, counted as 0: " + ", ".join(negative))
     if model["app_kernel"] not in (None, APP_KERNEL):
-        notes.append(f"time is the fit of {model['app_kernel']!r}; the parts are the other "
-                     "kernels as given (nested regions overlap) and need not add up to it")
+        notes.append(f"time is the fit of {model['app_kernel']!r}, the parts the fits of the "
+                     "other kernels")
+    nested = [k["kernel"] for k in model["kernels"] if k["class"] == "nested"]
+    if nested:
+        notes.append(f"nested regions, inside the parts and not counted again: "
+                     f"{', '.join(nested)}")
     return "; ".join(notes)
 
 
