@@ -5,19 +5,23 @@ The family is that of APMT and RAT (papers 000 and 003): constant, linear, polyn
 in log space (``y = a * P^b``, multiplicative errors, the usual shape of timing noise). With a
 size parameter the series is also tried as a function of the compute per rank ``size/P``
 (APMT's choice, which makes problem-size prediction possible), and as a multi-parameter form
-``c + a*f(P)*g(size)``, ``c + a*f(P) + b*g(size)`` or ``y = a * P^b * size^c``.
+``c + a*f(P)*g(size)``, ``c + a*f(P) + b*g(size)`` or ``y = a * P^b * size^c``. The exponents
+of ``d + a*x^c``, of RAT's function and of the sum ``d + a*x^c + e*w^f`` are also estimated
+from the data (apmt.varpro), not only taken from the grid of the others.
 
 Every hypothesis is linear in its coefficients once its exponents are fixed, so all of them are
-fitted at once with batched least squares on relative errors, and their cross-validation
-errors come in closed form from the hat matrix. With 3 to 6 points the highest R^2 overfits,
+fitted at once with batched least squares (QR of the column-scaled designs) on relative errors,
+and their cross-validation errors come in closed form from the hat matrix; an estimated shape
+re-estimates its exponents in every fold instead. With 3 to 6 points the highest R^2 overfits,
 so the selection uses out-of-sample error: leave-one-P-out folds (does the shape hold?) and
-forward folds (fit the smaller P, predict the next one: the user's question one step back),
-and the one-standard-error rule: among the hypotheses within one paired standard error of the
-best, the one with the fewest coefficients and the plainest shape is the series' function,
-and predictions average it with the next plainest plausible shapes (model averaging over
-that window). Shapes that turn negative or explode within 100x of the measured range are
-never chosen. Every prediction gets a 90% interval from the cross-validated error, the
-leverage of the target point, and the spread of the averaged shapes.
+forward folds (fit the smaller P, predict the next one: the user's question one step back), and
+the one-standard-error rule: among the hypotheses within one paired standard error of the best,
+the one with the fewest coefficients and the plainest shape is the series' function, and
+predictions average it with the next plainest plausible shapes (model averaging over that
+window). Shapes that turn negative or explode within 100x of the measured range are never
+chosen. Every prediction gets a 90% interval from the cross-validated error, the leverage of
+the target point and the spread of the averaged shapes, widened beyond the measured range by
+how much forward predictions erred per step (apmt.fit_table.calibrate).
 """
 
 from __future__ import annotations

@@ -23,15 +23,18 @@ communication: one row per MPI operation and run (and rank, and peer when known)
 measurements may hold a kernel ``<app>``: the measured application (wall) time per rank.
 
 kernels (model.json "kernels"): one row per kernel, from apmt.kernels.classify.
-    kernel, class (key, non-scalable, communication, aggregated, application), reason (the
-    numbers that decided it), max_share (largest share of the cost in a run), slope (b of
-    cost ~ P^b)
+    kernel, class (key, non-scalable, communication, aggregated, application, nested: inside
+    another region, apmt.nesting), reason (the numbers that decided it), max_share (largest
+    share of the cost in a run), slope (b of cost ~ P^b)
 
-predictions: one row per fitted series and requested point.
-    kernel, metric, <params>, predicted, lower, upper  (lower/upper: 90% prediction interval);
-    kernel ``<app>`` holds the assembled application time (metric ``time``) and its parts
-    (``comp_time``, ``mem_time``, ``comm_time``, ``others_time``, seconds per rank); the fit
-    of a measured ``<app>`` kernel, if any, comes beside them as metric ``fitted_time``. In
+predictions: one row per series and requested point.
+    kernel, metric, <params>, predicted, lower, upper  (lower/upper: 90% prediction interval),
+    trust (interpolated, extrapolated or unsupported: apmt.trust) and trust_reason (one short
+    sentence); a series the model could not fit has rows too, without numbers, its reason in
+    trust_reason; kernel ``<app>`` holds the assembled application time (metric ``time``) and
+    its parts (``comp_time``, ``mem_time``, ``comm_time``, ``others_time``, seconds per
+    rank); the fit of a measured ``<app>`` kernel, if any, comes beside them as metric
+    ``fitted_time``. In
     counter mode each kernel also has ``mem_total_time`` (T_mem, Eq. 3) and ``bf_mem``.
 
 evaluation: one row per held-out point, series and method (apmt.evaluate).

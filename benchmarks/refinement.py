@@ -36,20 +36,17 @@ in how many series apmt's choice needed fewer (apmt_fewer) and more (apmt_more) 
 two-sided sign test of those counts (sign_p: the chance of a split at least as uneven if
 neither needed fewer runs more often).
 
-Measured (2-core VM; the published sets and three realizations of the LAMMPS pools, 3 min
-24 s once profiled; 373 series need refining at 10%, 339 at 20%): apmt's choice needs 2.31
-and 1.93 runs on average; next_doubling 2.98 and 2.51 (apmt fewer in 151 series, more in 22;
-115 and 24; sign_p < 0.001), midpoint 2.77 and 2.26 (132 and 21; 114 and 30; < 0.001),
-largest 2.33 and 1.92 (6 and 4, sign_p 0.75; 2 and 6, 0.29). The widest interval is nearly
-always at the largest candidate, so the rule does what "largest" does and no better. On
-mm_cubeset at 10% it needs fewer runs than every fixed choice (2.62 vs 3.85, 2.69, 2.69).
-One realization alone misleads: midpoint needed fewer runs than apmt on the LAMMPS counters
-of an earlier profile (2.05 vs 2.20 at 10%), more at 10% on each of these three (at 20%
-fewer on one of them, 2.23 vs 2.45, though more in 21 series and fewer in 14).
-target_width needs more runs (2.67 and 2.28); weighting the interval by the log distance to
-the nearest measured P or the target (a spread design), or counting widths within 2% to 50%
-of the widest as ties (2.31 to 2.33 and 1.92 to 1.95), did not need fewer than "largest"
-either; choose_p keeps its rule.
+Measured with the calibrated intervals (intervals that widen with the log distance beyond
+the data by each table's forward-prediction error; 2-core VM; the published sets and one
+realization of the LAMMPS pools, 4 min 32 s with the profiling; 133 series need refining at
+10%, 124 at 20%): apmt's choice needs 1.80 and 1.44 runs on average; next_doubling 2.16 and
+1.86 (apmt fewer in 39 series, more in 5; 32 and 3; sign_p < 0.001), midpoint 2.12 and 1.66
+(34 and 5; 28 and 4; < 0.001), largest 1.80 and 1.44 (1 and 1; 0 and 0): the widest interval
+is at the largest candidate, so the rule does what "largest" does and no better.
+target_width needs more runs (1.93 and 1.60). Before the calibration, over three LAMMPS
+realizations, the same held (2.31 and 1.93 runs; largest 2.33 and 1.92); one realization
+alone misled there: midpoint needed fewer runs than apmt on the LAMMPS counters of one
+profile, more on each of three others.
 """
 
 from __future__ import annotations
