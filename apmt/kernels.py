@@ -127,11 +127,17 @@ def _seen_enough(kernel: str, label: str, reason: str, seen_at: int) -> dict:
 def _without_cost(kernel: str, metric: str, app_kernel: str | None) -> tuple[str, str]:
     """The class of a kernel that has other metrics but not the one that classes: an MPI
     call's bytes and calls, or a function too small to be sampled at all."""
+    return _by_role(kernel, app_kernel) or (
+        "aggregated", f"no {metric} measured: summed into {OTHERS}")
+
+
+def _by_role(kernel: str, app_kernel: str | None) -> tuple[str, str] | None:
+    """The classes a kernel has by what it is, whatever it costs."""
     if kernel == app_kernel:
         return "application", "the whole application, as given"
     if is_mpi(kernel):
         return "communication", "an MPI call: modelled as communication"
-    return "aggregated", f"no {metric} measured: summed into {OTHERS}"
+    return None
 
 
 def _totals(cost: pd.DataFrame, run: list[str], app_kernel: str | None) -> pd.Series:
@@ -158,10 +164,9 @@ def _slope(rows: pd.DataFrame, params: list[str]) -> float:
 
 def _decide(kernel: str, max_share: float, slope: float, threshold: float, metric: str,
             app_kernel: str | None, limit: float) -> tuple[str, str]:
-    if kernel == app_kernel:
-        return "application", "the whole application, as given"
-    if is_mpi(kernel):
-        return "communication", "an MPI call: modelled as communication"
+    role = _by_role(kernel, app_kernel)
+    if role is not None:
+        return role
     if max_share > threshold:
         return "key", f"{max_share:.1%} of {metric} in some run (threshold {threshold:.0%})"
     if slope > limit:
