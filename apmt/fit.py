@@ -118,6 +118,21 @@ class Term:
                 "log_exponent": self.log_exponent, "scale": self.scale}
 
 
+def outside(domain: dict[str, tuple[float, float]],
+            values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per variable of the domain given a value: how far each point lies beyond its measured
+    range, in log units: positive above the largest, negative below the smallest, 0 inside."""
+    result = {}
+    for name, (low, high) in domain.items():
+        if name in values:
+            value = np.asarray(values[name], float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                above, below = np.log(value / high), np.log(low / value)
+            result[name] = np.nan_to_num(np.where(above > 0, above,
+                                                  np.where(below > 0, -below, 0.0)))
+    return result
+
+
 def variable_values(variable: str, values: dict[str, np.ndarray]) -> np.ndarray:
     """Values of ``p``, a parameter, or ``size/p`` (the compute per rank)."""
     if variable.endswith(PER_RANK_SUFFIX):
@@ -237,14 +252,9 @@ class SeriesFit:
 
     def distance(self, values: dict[str, np.ndarray]) -> np.ndarray:
         """How far beyond the measured range each point lies, in log units (0 inside)."""
-        far = np.zeros(len(next(iter(values.values()))))
-        for name, (low, high) in self.domain.items():
-            if name in values:
-                value = np.asarray(values[name], float)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    out = np.maximum(np.log(value / high), np.log(low / value))
-                far = np.maximum(far, np.nan_to_num(out, nan=0.0))
-        return far
+        beyond = outside(self.domain, values)
+        return np.max(np.abs(list(beyond.values())), axis=0) if beyond else \
+            np.zeros(len(next(iter(values.values()))))
 
     def to_dict(self) -> dict:
         return {
@@ -560,14 +570,19 @@ def _estimated_batches(values: dict[str, np.ndarray], y: np.ndarray,
         exponents = varpro.grid_estimate(family.grid, family.columns, y, everything)
         if exponents is None:
             continue
-        hypothesis = family.hypothesis(np.round(exponents, 3))
-        batch = _fit_batch([hypothesis], designs([hypothesis], values),
-                           designs([hypothesis], extended), y, folds)
+        batch = _single_batch(family.hypothesis(np.round(exponents, 3)), values, extended, y,
+                              folds)
         errors = np.array([[_refitted_error(family, y, fold, needed) for fold in folds]])
         batch.fold_errors = _impute_undetermined(errors)
         batch.family, batch.exponents = family, exponents
         batches.append(batch)
     return batches
+
+
+def _single_batch(hypothesis: Hypothesis, values: dict[str, np.ndarray],
+                  extended: dict[str, np.ndarray], y: np.ndarray, folds: list[Fold]) -> _Batch:
+    return _fit_batch([hypothesis], designs([hypothesis], values),
+                      designs([hypothesis], extended), y, folds)
 
 
 def _refined(batch: _Batch, values: dict[str, np.ndarray], y: np.ndarray, primary: str,
@@ -579,9 +594,8 @@ def _refined(batch: _Batch, values: dict[str, np.ndarray], y: np.ndarray, primar
         return batch
     exponents = varpro.refined_estimate(batch.exponents, family.columns, y, np.arange(len(y)),
                                         family.bounds)
-    hypothesis = family.hypothesis(np.round(exponents, 3))
-    refined = _fit_batch([hypothesis], designs([hypothesis], values),
-                         designs([hypothesis], _extended_values(values, primary)), y, folds)
+    refined = _single_batch(family.hypothesis(np.round(exponents, 3)), values,
+                            _extended_values(values, primary), y, folds)
     if not _sane(refined)[0]:
         return batch
     refined.fold_errors, refined.family, refined.exponents = batch.fold_errors, family, exponents

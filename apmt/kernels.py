@@ -81,9 +81,11 @@ def cost_metric(points: pd.DataFrame, app_kernel: str | None = None) -> str:
 
 
 def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = None,
-             threshold: float = KEY_THRESHOLD, scaling: str = "strong") -> pd.DataFrame:
-    """Classify every kernel of a points table (see apmt.series.points)."""
-    metric = cost_metric(points, app_kernel)
+             threshold: float = KEY_THRESHOLD, scaling: str = "strong",
+             metric: str | None = None) -> pd.DataFrame:
+    """Classify every kernel of a points table (see apmt.series.points) by its share of
+    ``metric`` (default: cost_metric's choice)."""
+    metric = metric or cost_metric(points, app_kernel)
     cost = points[points["metric"] == metric]
     run = ["p", *params]
     totals = _totals(cost, run, app_kernel)

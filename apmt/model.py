@@ -73,9 +73,10 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     if app_kernel is not None and app_kernel not in set(table["kernel"]):
         raise ApmtError(f"{source}: application kernel {app_kernel!r} not found")
     scaling = scaling or ("weak" if per_rank_params else "strong")
-    nesting = resolve(table, params, app_kernel)
+    metric = cost_metric(table, app_kernel)
+    nesting = resolve(table, params, app_kernel, metric)
     table = nesting.table
-    kernels = with_nested(classify(table, params, app_kernel, threshold, scaling),
+    kernels = with_nested(classify(table, params, app_kernel, threshold, scaling, metric),
                           nesting.nested)
     classes = dict(zip(kernels["kernel"], kernels["class"], strict=True))
     if comm is None:
@@ -112,9 +113,7 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
             f"1: the measured application time exceeds computation plus MPI in every run; "
             f"the rest is modelled as {UNACCOUNTED} (start-up, waits outside MPI)")
     model["mode"] = _mode(model)
-    model["cost_metric"] = cost_metric(table, app_kernel)
-    model["predicts_time"] = not np.isnan(
-        assemble(model, point_values(table.iloc[:1], params))[TIME_METRIC][0]).all()
+    model["cost_metric"] = metric
     model["notes"] = _notes(model) + ([nesting.note] if nesting.note else [])
     return model
 
@@ -260,16 +259,15 @@ def _notes(model: dict) -> list[str]:
     if model["app_kernel"] not in (None, APP_KERNEL) and app_fitted:
         notes.append(f"application time is the fit of {model['app_kernel']!r}; the parts "
                      "are the other kernels as given and need not add up to it")
-    notes += [f"MPI operation {e['operation']} not modelled: {e['reason']}" if "operation" in e
-              else f"{e['kernel']}/{e['metric']} not modelled: the series {e['reason']}"
-              for e in model["left_out"]]
+    notes += [(f"MPI operation {e['operation']}" if "operation" in e else
+               f"{e['kernel']}/{e['metric']}") + f" {_not_modelled(e)}" for e in model["left_out"]]
     if model["app_kernel"] not in (None, APP_KERNEL) and not app_fitted:
         notes.append(f"application time is the sum of the parts: the time of "
                      f"{model['app_kernel']!r} has no model")
     if model["cost_metric"] != TIME_METRIC:
         notes.append(f"kernels classed by {model['cost_metric']}: no function has a measured "
                      "time")
-    if not model["predicts_time"]:
+    if not predicts_time(model):
         notes.append(f"{NO_TIME}; the model predicts each series as measured")
     unmodelled = [k["kernel"] for k in model["kernels"] if k["class"] in ("key", "non-scalable")
                   and _fit_of(model, k["kernel"], _kernel_metric(model, k["kernel"])) is None]
@@ -306,13 +304,17 @@ def predict(model: dict, targets: pd.DataFrame,
     for entry in model["left_out"]:
         kernel, metric = (entry["operation"], TIME_METRIC) if "operation" in entry else (
             entry["kernel"], entry["metric"])
-        why = f"not modelled: {entry['reason']}" if "operation" in entry else \
-            f"not modelled: the series {entry['reason']}"
         frames.append(_rows(targets, params, kernel, metric, (nan, nan, nan),
-                            ([UNSUPPORTED] * len(nan), [why] * len(nan))))
+                            ([UNSUPPORTED] * len(nan), [_not_modelled(entry)] * len(nan))))
     frames += _application_rows(model, targets, values, volume_ratios)
     frames += _memory_rows(model, targets, values)
     return pd.concat(frames, ignore_index=True)
+
+
+def _not_modelled(entry: dict) -> str:
+    """Why a series (or an MPI operation) of model["left_out"] has no fit, in words."""
+    series = "" if "operation" in entry else "the series "
+    return f"not modelled: {series}{entry['reason']}"
 
 
 def _application_rows(model: dict, targets: pd.DataFrame, values: dict,
@@ -320,9 +322,10 @@ def _application_rows(model: dict, targets: pd.DataFrame, values: dict,
     """The application's time and its parts, judged on the measured range of the whole model
     (the time as application_trust says)."""
     domain = merged_domain(_domains(model))
-    parts = assemble(model, values, volume_ratios)
+    terms = list(contributions(model, values, volume_ratios))
+    parts = assemble(model, values, volume_ratios, terms)
     frames = [_rows(targets, model["params"], APP_KERNEL, TIME_METRIC, parts[TIME_METRIC],
-                    application_trust(model, values, volume_ratios, parts))]
+                    application_trust(model, values, volume_ratios, terms))]
     for part in PARTS:
         frames.append(_rows(targets, model["params"], APP_KERNEL, part, parts[part],
                             judge(domain, values, *parts[part])))
@@ -331,17 +334,17 @@ def _application_rows(model: dict, targets: pd.DataFrame, values: dict,
 
 def application_trust(model: dict, values: dict[str, np.ndarray],
                       volume_ratios: dict[str, float] | None = None,
-                      parts: dict[str, tuple[np.ndarray, ...]] | None = None
-                      ) -> tuple[list[str], list[str]]:
+                      terms: list[tuple] | None = None) -> tuple[list[str], list[str]]:
     """How far the application time at the points can be trusted (apmt.trust), on the measured
     range of the whole model; also unsupported where a part that carries a tenth of it or
-    more is, naming that part."""
-    parts = parts or assemble(model, values, volume_ratios)
-    levels, reasons = judge(merged_domain(_domains(model)), values, *parts[TIME_METRIC])
-    if not model["predicts_time"]:
+    more is, naming that part. ``terms`` as for assemble."""
+    terms = terms if terms is not None else list(contributions(model, values, volume_ratios))
+    time = assemble(model, values, volume_ratios, terms)[TIME_METRIC]
+    levels, reasons = judge(merged_domain(_domains(model)), values, *time)
+    if not predicts_time(model):
         return levels, [NO_TIME] * len(reasons)
-    total = parts[TIME_METRIC][0]
-    for source, _, operation, bounds in contributions(model, values, volume_ratios):
+    total = time[0]
+    for source, _, operation, bounds in terms:
         part_levels, part_reasons = judge(_domain_of(model, source, operation), values, *bounds)
         for i, level in enumerate(part_levels):
             major = bounds[0][i] >= MAJOR_SHARE * total[i]
@@ -398,25 +401,27 @@ def _rows(targets: pd.DataFrame, params: list[str], kernel: str, metric: str,
 
 
 def assemble(model: dict, values: dict[str, np.ndarray],
-             volume_ratios: dict[str, float] | None = None) -> dict[str, tuple[np.ndarray, ...]]:
+             volume_ratios: dict[str, float] | None = None,
+             terms: list[tuple] | None = None) -> dict[str, tuple[np.ndarray, ...]]:
     """T_app and its parts at the points; each as (predicted, lower, upper).
 
     The kernels' fits err independently (each chose its own shape), so the distances from a
     prediction to its interval's ends add in quadrature. The application's time is the sum of
     the parts; the fit of the application kernel when one is named, or when no kernel's time
     is modelled (a table of counters per function beside the measured wall time); else (no
-    time at all) not a number.
+    time at all) not a number. ``terms``: contributions() at these points, when the caller
+    has them already.
     """
     parts = {part: _Sum(len(values["p"])) for part in PARTS}
-    computing = 0
-    for _, part, _, bounds in contributions(model, values, volume_ratios):
+    terms = terms if terms is not None else contributions(model, values, volume_ratios)
+    for _, part, _, bounds in terms:
         parts[part].add(bounds)
-        computing += part != "comm_time"
     total = _Sum(len(values["p"]))
     for part in parts.values():
         total.add(part.bounds())
     app = total.bounds()
     app_fit = _fit_of(model, model["app_kernel"], TIME_METRIC)
+    computing = _computes(model)
     if app_fit is not None and (model["app_kernel"] != APP_KERNEL or not computing):
         app = app_fit.predict(values)
     elif not computing:     # no time per kernel (a counters-only table): no application time
@@ -431,12 +436,8 @@ def contributions(model: dict, values: dict[str, np.ndarray],
     a kernel or an MPI operation's key joined by '/', the part one of PARTS, the operation
     the communication model's entry (None for a kernel), the bounds (predicted, lower,
     upper). assemble sums them per part; the diagnosis shows them one by one."""
-    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
-    for entry in model["series"]:
+    for entry, kind in _summed_series(model):
         kernel = entry["kernel"]
-        kind = classes.get(kernel, "aggregated")
-        if kind in ("application", "nested") or entry["metric"] != _kernel_metric(model, kernel):
-            continue
         if kind == "communication":
             yield kernel, "comm_time", None, entry["fit"].predict(values)
         elif kernel in (OTHERS, UNACCOUNTED):
@@ -448,6 +449,28 @@ def contributions(model: dict, values: dict[str, np.ndarray],
         bounds = predict_operation(operation, values, _ratio(volume_ratios or {}, operation))
         yield ("/".join(str(part) for part in operation["key"]), "comm_time", operation,
                tuple(b * model["bf_comm"] for b in bounds))
+
+
+def _summed_series(model: dict) -> Iterator[tuple[dict, str]]:
+    """The fitted series that Eq. 2 sums, with their kernel's class: each kernel's time (or
+    instructions in counter mode), not the application's nor a nested region's."""
+    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    for entry in model["series"]:
+        kind = classes.get(entry["kernel"], "aggregated")
+        if kind not in ("application", "nested") and \
+                entry["metric"] == _kernel_metric(model, entry["kernel"]):
+            yield entry, kind
+
+
+def _computes(model: dict) -> bool:
+    """Whether some kernel's computation time is modelled (not only MPI)."""
+    return any(kind != "communication" for _, kind in _summed_series(model))
+
+
+def predicts_time(model: dict) -> bool:
+    """Whether the model has an application time: summed from the kernels' computation, or
+    the fit of the application kernel (a counters-only table has neither)."""
+    return _computes(model) or _fit_of(model, model["app_kernel"], TIME_METRIC) is not None
 
 
 def _ratio(ratios: dict[str, float], operation: dict) -> float:

@@ -43,14 +43,17 @@ class Nesting:
     note: str = ""
 
 
-def resolve(points: pd.DataFrame, params: list[str], app_kernel: str | None) -> Nesting:
-    """The nesting of a points table (apmt.series.points): call paths made exclusive where
+def resolve(points: pd.DataFrame, params: list[str], app_kernel: str | None,
+            metric: str | None = None) -> Nesting:
+    """The nesting of a points table (apmt.series.points), judged on ``metric`` (the cost
+    that classes kernels, cost_metric's choice by default): call paths made exclusive where
     their values are inclusive, else flat regions that overlap sorted into top-level and
     nested ones."""
     kernels = [k for k in points["kernel"].unique() if k not in (app_kernel, APP_KERNEL)]
     parents = call_tree(kernels)
     run = ["p", *params]
-    time = points[points["metric"] == cost_metric(points, app_kernel)].pivot_table(
+    metric = metric or cost_metric(points, app_kernel)
+    time = points[points["metric"] == metric].pivot_table(
         index="kernel", columns=run, values="value", aggfunc="mean")
     if parents:
         if not _inclusive(time, parents):
@@ -58,7 +61,7 @@ def resolve(points: pd.DataFrame, params: list[str], app_kernel: str | None) -> 
         return Nesting(_exclusive(points, parents, run), note=(
             "call-path values are inclusive (every region's time holds its children's): "
             "the model sums their exclusive parts"))
-    root = _root(time, app_kernel, kernels)
+    root = _root(time, app_kernel)
     nested = _nested(time, kernels, root)
     if not nested:
         return Nesting(points)
@@ -102,7 +105,7 @@ def _exclusive(points: pd.DataFrame, parents: dict[str, str], run: list[str]) ->
     return merged.drop(columns="value_children").assign(value=own.clip(lower=0.0))
 
 
-def _root(time: pd.DataFrame, app_kernel: str | None, kernels: list[str]) -> pd.Series | None:
+def _root(time: pd.DataFrame, app_kernel: str | None) -> pd.Series | None:
     """The whole: the application kernel's time, else the measured <app>, per point."""
     for name in (app_kernel, APP_KERNEL):
         if name is not None and name in time.index:
@@ -118,13 +121,12 @@ def _nested(time: pd.DataFrame, kernels: list[str], root: pd.Series | None) -> l
     if timed.empty or root is None:
         return []
     order = timed.mean(axis=1).sort_values(ascending=False).index
-    whole = root
-    if (timed.sum() <= whole * (1 + TOLERANCE)).all():
+    if (timed.sum() <= root * (1 + TOLERANCE)).all():
         return []
     kept = pd.Series(0.0, index=timed.columns)
     nested = []
     for kernel in order:
-        if ((kept + timed.loc[kernel]) <= whole * (1 + TOLERANCE)).all():
+        if ((kept + timed.loc[kernel]) <= root * (1 + TOLERANCE)).all():
             kept = kept + timed.loc[kernel]
         else:
             nested.append(kernel)

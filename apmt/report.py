@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from apmt.errors import ApmtError
-from apmt.model import PARTS, application_trust, assemble, load_model
+from apmt.model import PARTS, application_trust, assemble, contributions, load_model
 from apmt.series import per_run
 from apmt.tables import APP_KERNEL, TIME_METRIC, read_table, write_atomic
 from apmt.trust import UNSUPPORTED
@@ -239,12 +239,13 @@ def plot_scaling(measurements: pd.DataFrame, model: dict, out: str | Path,
     shown = []
     for index, setting in enumerate(settings):
         color = f"C{index}"
-        parts = assemble(model, _values(grid, setting))
-        predicted, lower, upper = parts[TIME_METRIC]
+        values = _values(grid, setting)
+        terms = list(contributions(model, values))
+        predicted, lower, upper = assemble(model, values, terms=terms)[TIME_METRIC]
         label = _label(setting, params, points) if len(points) else ""
         inside = grid <= largest
         unsupported = np.array([level == UNSUPPORTED for level in application_trust(
-            model, _values(grid, setting), parts=parts)[0]])
+            model, values, terms=terms)[0]])
         # an unsupported stretch starts at the last supported point, so the curve is whole
         starts = unsupported | np.append(unsupported[1:], False)
         ax.plot(grid[inside], predicted[inside], "-", color=color,
@@ -275,7 +276,9 @@ def plot_breakdown(model: dict, out: str | Path, p_values: Sequence[float],
     part dominates, and how the mix shifts at scale."""
     setting = setting or _default_setting(model)
     p_values = np.asarray(sorted(set(float(p) for p in p_values)), float)
-    parts = assemble(model, _values(p_values, setting))
+    values = _values(p_values, setting)
+    terms = list(contributions(model, values))
+    parts = assemble(model, values, terms=terms)
     figure = Figure(figsize=(max(6.0, 0.7 * len(p_values) + 3), 5), layout="constrained")
     ax = figure.subplots()
     positions = np.arange(len(p_values))
@@ -289,7 +292,7 @@ def plot_breakdown(model: dict, out: str | Path, p_values: Sequence[float],
     ax.plot(positions, parts[TIME_METRIC][0], "k_", markersize=24, markeredgewidth=2,
             label="application time (model)")
     unsupported = [level == UNSUPPORTED for level in application_trust(
-        model, _values(p_values, setting), parts=parts)[0]]
+        model, values, terms=terms)[0]]
     labels = [f"{p:g}" + ("*" if measured_max and p > measured_max else "")
               + ("!" if bad else "") for p, bad in zip(p_values, unsupported, strict=True)]
     ax.set_xticks(positions, labels)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apmt.fit import EXTRAPOLATION_FACTORS
+from apmt.fit import EXTRAPOLATION_FACTORS, outside
 
 MAX_FACTOR = EXTRAPOLATION_FACTORS[-1]
 MAX_WIDTH = 10.0
@@ -37,21 +37,17 @@ def distance(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarra
     where, for the variable farthest out."""
     n = len(next(iter(values.values())))
     factor, words = np.ones(n), [""] * n
-    for name, (low, high) in domain.items():
-        if name not in values:
-            continue
+    for name, beyond in outside(domain, values).items():
+        low, high = domain[name]
         value = np.asarray(values[name], float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            above, below = value / high, low / value
-        for i in np.flatnonzero(np.maximum(above, below) > factor):
-            if above[i] >= below[i]:
-                factor[i] = above[i]
-                words[i] = (f"{name} = {value[i]:g} is {above[i]:.3g}x the largest measured "
-                            f"({high:g})")
-            else:
-                factor[i] = below[i]
-                words[i] = (f"{name} = {value[i]:g} is {below[i]:.3g}x below the smallest "
-                            f"measured ({low:g})")
+            ratio = np.where(beyond > 0, value / high, np.where(beyond < 0, low / value, 1.0))
+        for i in np.flatnonzero(ratio > factor):
+            factor[i] = ratio[i]
+            words[i] = (f"{name} = {value[i]:g} is {ratio[i]:.3g}x the largest measured "
+                        f"({high:g})" if beyond[i] > 0 else
+                        f"{name} = {value[i]:g} is {ratio[i]:.3g}x below the smallest measured "
+                        f"({low:g})")
     return factor, words
 
 

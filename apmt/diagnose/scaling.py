@@ -188,15 +188,16 @@ def _comm_part(name: str, kind: str | None = None) -> str:
 
 
 def breakdown(model: dict, values: dict[str, np.ndarray], parts: pd.DataFrame,
-              measurements: pd.DataFrame) -> pd.DataFrame:
-    """One row per P: measured and modelled application time and the parts (see the module
+              measurements: pd.DataFrame, trust: list[str]) -> pd.DataFrame:
+    """One row per P: measured and modelled application time, how far the latter can be
+    trusted (apmt.model.application_trust's levels) and the parts (see the module
     docstring); negative predictions count as zero."""
     wide = parts.assign(time=parts["time"].clip(lower=0.0)).pivot_table(
         index="p", columns="part", values="time", aggfunc="sum", sort=False)
     wide = _fold_minor_collectives(wide)
     p = values["p"]
     table = pd.DataFrame({"p": p, "beyond_data": p > measurements["p"].max(),
-                          "trust": application_trust(model, values)[0],
+                          "trust": trust,
                           "measured": _measured_app(model, measurements, values),
                           "time": assemble(model, values)[TIME_METRIC][0]})
     table = table.join(wide, on="p")
@@ -254,17 +255,18 @@ def kernel_times(model: dict, parts: pd.DataFrame) -> pd.DataFrame:
 def scaling_section(model: dict, measurements: pd.DataFrame, values: dict[str, np.ndarray],
                     parts: pd.DataFrame, mode: str, setting: str) -> Section:
     """Which part dominates at each P, where the total stops falling and what makes it rise."""
-    table = breakdown(model, values, parts, measurements)
+    levels, reasons = application_trust(model, values)
+    table = breakdown(model, values, parts, measurements, levels)
     measured_max = float(measurements["p"].max())
     findings = _dominance(table, measured_max) + _minimum(table, parts, measured_max, mode)
-    findings += _unsupported(model, values)
+    findings += _unsupported(values, levels, reasons)
     title = f"{mode.capitalize()} scaling" + (f" ({setting})" if setting else "")
     return Section(title, findings, table, _scaling_note(model, parts, measured_max))
 
 
-def _unsupported(model: dict, values: dict[str, np.ndarray]) -> list[Finding]:
+def _unsupported(values: dict[str, np.ndarray], levels: list[str],
+                 reasons: list[str]) -> list[Finding]:
     """The P whose modelled time is unsupported (apmt.trust): named, with the first reason."""
-    levels, reasons = application_trust(model, values)
     bad = [i for i, level in enumerate(levels) if level == UNSUPPORTED]
     if not bad:
         return []
