@@ -210,6 +210,7 @@ class SeriesFit:
     averaged: bool = True   # False when theory chose the shape (Hockney): it stands alone
     forward_rate: float = float("nan")  # its forward predictions' log error per log step
     drift: float = 0.0      # log error per log distance beyond the data (fit_table.calibrate)
+    fold_bias: dict[str, float] = field(default_factory=dict)  # signed error per fold label
 
     @property
     def function(self) -> str:
@@ -266,6 +267,7 @@ class SeriesFit:
             "alternatives": [{"hypothesis": h.to_dict(), "coefficients": c.tolist(),
                               "function": h.text(c)} for h, c in self.alternatives],
             "averaged": self.averaged, "forward_rate": self.forward_rate, "drift": self.drift,
+            "fold_bias": self.fold_bias,
         }
 
     @staticmethod
@@ -279,6 +281,7 @@ class SeriesFit:
             alternatives=[(Hypothesis.from_dict(a["hypothesis"]), np.array(a["coefficients"]))
                           for a in data["alternatives"]], averaged=data["averaged"],
             forward_rate=data.get("forward_rate", float("nan")), drift=data.get("drift", 0.0),
+            fold_bias=data.get("fold_bias", {}),
         )
 
 
@@ -364,6 +367,7 @@ class Fold:
     deleted: np.ndarray
     scored: np.ndarray
     weight: float
+    label: str = ""     # "leave P" or "forward P": the same fold in every series of a table
 
 
 def folds_for(primary_values: np.ndarray) -> list[Fold]:
@@ -375,9 +379,10 @@ def folds_for(primary_values: np.ndarray) -> list[Fold]:
     """
     levels = np.unique(primary_values)
     at = [np.flatnonzero(primary_values == level) for level in levels]
-    folds = [Fold(rows, rows, 2.0 if i == len(at) - 1 else 1.0) for i, rows in enumerate(at)]
-    folds += [Fold(np.flatnonzero(primary_values >= levels[i]), at[i], FORWARD_WEIGHT)
-              for i in range(2, len(at))]
+    folds = [Fold(rows, rows, 2.0 if i == len(at) - 1 else 1.0, f"leave {levels[i]:g}")
+             for i, rows in enumerate(at)]
+    folds += [Fold(np.flatnonzero(primary_values >= levels[i]), at[i], FORWARD_WEIGHT,
+                   f"forward {levels[i]:g}") for i in range(2, len(at))]
     return folds
 
 
@@ -508,7 +513,7 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
     batches[b] = _refined(batches[b], values, y, primary, folds)
     alternatives = [(batches[ob].hypotheses[oi], batches[ob].coefficients[oi])
                     for ob, oi in others[:ALTERNATIVES]]
-    fit = _summarise(batches[b], i, y, values, weights, alternatives, primary)
+    fit = _summarise(batches[b], i, y, values, folds, alternatives, primary)
     fit.averaged = not preferred(fit.hypothesis)
     return fit
 
@@ -729,13 +734,14 @@ def _extended_values(values: dict[str, np.ndarray], primary: str) -> dict[str, n
 
 
 def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.ndarray],
-               weights: np.ndarray, alternatives: list, primary: str) -> SeriesFit:
+               folds: list[Fold], alternatives: list, primary: str) -> SeriesFit:
     """The chosen fit with its quality: R^2, adjusted R^2, cross-validated error, and sigma.
 
     The interval's degrees of freedom are those of the runs, not of the points: points at one
     P share that run's noise, so at most (distinct values of the primary variable - 1).
     """
     hypothesis = batch.hypotheses[index]
+    weights = np.array([fold.weight for fold in folds])
     k, n = hypothesis.n_coefficients, len(y)
     errors = batch.fold_errors[index]
     fitted = batch.fitted[index]
@@ -751,15 +757,45 @@ def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.nd
         adj_r2=float(adj_r2), loo_error=float(np.expm1(errors @ weights / weights.sum())),
         n_points=n, domain=domain, alternatives=alternatives,
         forward_rate=_forward_rate(errors, np.unique(values[primary])),
+        fold_bias=_fold_bias(hypothesis, values, y, folds),
     )
 
 
+def _fold_bias(hypothesis: Hypothesis, values: dict[str, np.ndarray], y: np.ndarray,
+               folds: list[Fold]) -> dict[str, float]:
+    """The chosen shape's signed out-of-sample error per fold, mean ln(prediction /
+    observation) at the fold's scored points (exponents as estimated on all points). Series
+    of one table share their folds, so these say whether their errors go together
+    (fit_table.error_correlation)."""
+    loglinear = hypothesis.form == "loglinear"
+    design = designs([hypothesis], values)
+    weighted, target = (design, np.log(y)[None]) if loglinear else \
+        (design / y[None, :, None], np.ones((1, len(y))))
+    bias = {}
+    with np.errstate(all="ignore"):
+        coefficients, inverse_gram = _least_squares(weighted, target)
+        residual = target - np.einsum("hnk,hk->hn", weighted, coefficients)
+        for fold in folds:
+            held = _held_out_residuals(weighted, inverse_gram, residual, fold)[0]
+            signed = -held if loglinear else np.log(1.0 - held)
+            if np.isfinite(signed).all():
+                bias[fold.label] = float(np.clip(signed.mean(), -CAPPED_LOG_ERROR,
+                                                 CAPPED_LOG_ERROR))
+    return bias
+
+
 def _forward_rate(errors: np.ndarray, levels: np.ndarray) -> float:
-    """The chosen shape's forward predictions (each value of the primary variable from the
-    smaller ones: the user's question, one step back) as log error per log step, their root
-    mean square; NaN with fewer than 3 values (no forward fold)."""
+    """How fast the chosen shape's error grows beyond the data, as log error per log step:
+    its forward predictions (each value of the primary variable from the smaller ones: the
+    user's question, one step back) err by the noise that the leave-one-out folds show and
+    by a drift that grows with the step; this is the drift, sqrt((mean forward error^2 -
+    mean leave-one-out error^2) / mean step^2), 0 when noise explains the forward errors.
+    Dividing each error by its step instead would read noise at a small step (P = 3 to 4)
+    as a steep drift, and a sum's interval would explode on an erratic MPI wait. NaN with
+    fewer than 3 values (no forward fold)."""
     steps = np.log(levels[2:] / levels[1:-1])
     forward = errors[len(levels):len(levels) + len(steps)]
     if not len(steps) or not np.isfinite(forward).all():
         return float("nan")
-    return float(np.sqrt(np.mean((forward / steps) ** 2)))
+    noise = np.mean(errors[:len(levels)] ** 2)
+    return float(np.sqrt(max(0.0, np.mean(forward**2) - noise) / np.mean(steps**2)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from concurrent.futures import ProcessPoolExecutor
 
@@ -48,6 +49,29 @@ def calibrate(fits: dict[tuple, SeriesFit]) -> None:
     for fit in fits.values():
         own = fit.forward_rate if np.isfinite(fit.forward_rate) else typical
         fit.drift = max(own, typical)
+
+
+def error_correlation(biases: list[dict[str, float]], at_least: int = 3) -> tuple[float, int]:
+    """How much the out-of-sample errors of summed series go together, pooled over pairs:
+    sum of e_i*e_j over sum of |e_i||e_j| (e: signed error per shared fold, not centred, so a
+    bias that every series shares counts), in [0, 1], and the number of pairs sharing at least
+    ``at_least`` folds (0 pairs: 0, the series' errors are taken as independent). Kernels
+    measured in the same runs share those runs' noise and the same surprises beyond the
+    measured range: a sum's interval must not assume their errors cancel."""
+    together = magnitude = 0.0
+    pairs = 0
+    for first, second in itertools.combinations(biases, 2):
+        shared = sorted(set(first) & set(second))
+        if len(shared) < at_least:
+            continue
+        a = np.array([first[label] for label in shared])
+        b = np.array([second[label] for label in shared])
+        together += float(a @ b)
+        magnitude += float(np.sqrt((a @ a) * (b @ b)))
+        pairs += 1
+    if magnitude <= 0:
+        return 0.0, pairs
+    return float(np.clip(together / magnitude, 0.0, 1.0)), pairs
 
 
 def _fit_chunk(work: tuple) -> list[tuple[tuple, SeriesFit | str]]:

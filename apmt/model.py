@@ -44,7 +44,7 @@ from apmt.comm import (
 )
 from apmt.errors import ApmtError
 from apmt.fit import NoPlausibleFit, SeriesFit
-from apmt.fit_table import described, fit_all
+from apmt.fit_table import calibrate, described, error_correlation, fit_all
 from apmt.kernels import OTHERS, classify, cost_metric, with_nested
 from apmt.machine import hertz
 from apmt.nesting import resolve
@@ -114,6 +114,7 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
             f"the rest is modelled as {UNACCOUNTED} (start-up, waits outside MPI)")
     model["mode"] = _mode(model)
     model["cost_metric"] = metric
+    model["error_correlation"] = _error_correlation(model)
     model["notes"] = _notes(model) + ([nesting.note] if nesting.note else [])
     return model
 
@@ -221,6 +222,8 @@ def _fit_comm(comm: pd.DataFrame, params: list[str], source: str
             left_out.append((name, f"no plausible fit ({error})"))
         except UnfittableSeries as error:
             left_out.append((name, f"the series {error.reason}"))
+    for role in ("time", "calls", "volume"):    # as fit_all calibrates a table's series
+        calibrate({i: op["fits"][role] for i, op in enumerate(fitted) if role in op["fits"]})
     return fitted, left_out
 
 
@@ -238,6 +241,25 @@ def _bf_comm(runs: pd.DataFrame) -> tuple[float, str]:
         note += ("; outside [0, 1], so time beyond computation and MPI (e.g. waits of "
                  "oversubscribed ranks) is not communication: clamped")
     return min(max(ratio, 0.0), 1.0), note
+
+
+def _error_correlation(model: dict) -> dict:
+    """How the summed terms' out-of-sample errors go together (fit_table.error_correlation):
+    the application's interval adds its terms' with it. An operation's error is that of its
+    time per call times its calls."""
+    biases = [entry["fit"].fold_bias for entry, _ in _summed_series(model)]
+    for operation in model["communication"]:
+        fits = operation["fits"]
+        bias = dict(fits["time"].fold_bias)
+        if operation["kind"] != "p2p":
+            calls = fits["calls"].fold_bias
+            bias = {label: value + calls[label] for label, value in bias.items()
+                    if label in calls}
+        biases.append(bias)
+    rho, pairs = error_correlation(biases)
+    basis = (f"pooled over {pairs} pairs of summed terms sharing at least 3 cross-validation "
+             "folds" if pairs else "no two summed terms share 3 folds: taken as independent")
+    return {"rho": rho, "pairs": pairs, "basis": basis}
 
 
 def _mode(model: dict) -> str:
@@ -405,20 +427,23 @@ def assemble(model: dict, values: dict[str, np.ndarray],
              terms: list[tuple] | None = None) -> dict[str, tuple[np.ndarray, ...]]:
     """T_app and its parts at the points; each as (predicted, lower, upper).
 
-    The kernels' fits err independently (each chose its own shape), so the distances from a
-    prediction to its interval's ends add in quadrature. The application's time is the sum of
+    The terms' errors are correlated (their series come from the same runs, and what
+    surprises one beyond the measured range often surprises all): the distances from a
+    prediction to its interval's ends add as those of correlated errors, with the model's
+    pooled correlation (in quadrature when it is 0, linearly when 1; model files without it:
+    0). The application's time is the sum of
     the parts; the fit of the application kernel when one is named, or when no kernel's time
     is modelled (a table of counters per function beside the measured wall time); else (no
     time at all) not a number. ``terms``: contributions() at these points, when the caller
     has them already.
     """
-    parts = {part: _Sum(len(values["p"])) for part in PARTS}
+    rho = model.get("error_correlation", {}).get("rho", 0.0)
+    parts = {part: _Sum(len(values["p"]), rho) for part in PARTS}
+    total = _Sum(len(values["p"]), rho)
     terms = terms if terms is not None else contributions(model, values, volume_ratios)
     for _, part, _, bounds in terms:
         parts[part].add(bounds)
-    total = _Sum(len(values["p"]))
-    for part in parts.values():
-        total.add(part.bounds())
+        total.add(bounds)
     app = total.bounds()
     app_fit = _fit_of(model, model["app_kernel"], TIME_METRIC)
     computing = _computes(model)
@@ -482,19 +507,28 @@ def _ratio(ratios: dict[str, float], operation: dict) -> float:
 
 
 class _Sum:
-    """A sum of predictions whose interval ends add in quadrature."""
+    """A sum of predictions whose errors have a common correlation rho: each side's distance
+    to the interval's end is sqrt((1 - rho) * sum w^2 + rho * (sum w)^2)."""
 
-    def __init__(self, n: int) -> None:
-        self.value, self.below, self.above = np.zeros(n), np.zeros(n), np.zeros(n)
+    def __init__(self, n: int, rho: float = 0.0) -> None:
+        self.rho = rho
+        self.value = np.zeros(n)
+        self.linear = {side: np.zeros(n) for side in ("below", "above")}
+        self.squares = {side: np.zeros(n) for side in ("below", "above")}
 
     def add(self, bounds: tuple[np.ndarray, ...]) -> None:
         predicted, lower, upper = bounds
         self.value = self.value + predicted
-        self.below = self.below + (predicted - lower) ** 2
-        self.above = self.above + (upper - predicted) ** 2
+        for side, distance in (("below", predicted - lower), ("above", upper - predicted)):
+            self.linear[side] = self.linear[side] + distance
+            self.squares[side] = self.squares[side] + distance**2
+
+    def _distance(self, side: str) -> np.ndarray:
+        return np.sqrt((1.0 - self.rho) * self.squares[side] + self.rho * self.linear[side] ** 2)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.value, self.value - np.sqrt(self.below), self.value + np.sqrt(self.above)
+        return (self.value, self.value - self._distance("below"),
+                self.value + self._distance("above"))
 
 
 def _kernel_metric(model: dict, kernel: str) -> str:

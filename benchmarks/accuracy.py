@@ -11,6 +11,8 @@ The sets: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P = 343), th
 collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over its size x:
 predict x = 2000 from x <= 1000), and LAMMPS profiled here (data/lammps/, cachegrind counters
 and sampled time per function, and the MPI operations: fit P <= 8, predict P = 16 and 32).
+With LAMMPS, also the application's time assembled as the workflow does (Eq. 2), from
+rolling origins (see application()).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from apmt.evaluate import evaluate, summary
+from apmt.baselines import BASELINES
+from apmt.evaluate import evaluate, summary, validate
 from apmt.ingest import import_profiles
-from apmt.tables import read_table
+from apmt.series import point_values, points
+from apmt.tables import APP_KERNEL, read_table
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -81,6 +85,47 @@ def run(data: Path, names: list[str], baselines: list[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def application(data: Path, baselines: list[str]) -> pd.DataFrame:
+    """The application's time as the workflow predicts it, assembled from the kernels and MPI
+    operations (Eq. 2, with its interval), on LAMMPS from rolling origins: fit the P below
+    each origin from the fourth P on, predict each P from the origin up, one at a time, next
+    to the baselines fitted on the measured application time of the same runs."""
+    measurements = read_table(data / "lammps/p1-32/measurements.csv", "measurements")
+    comm = read_table(data / "lammps/p1-32/comm.csv", "communication")
+    levels = sorted(measurements["p"].unique())
+    frames = []
+    for origin in levels[3:]:
+        for held in (p for p in levels if p >= origin):
+            used = (measurements["p"] < origin) | (measurements["p"] == held)
+            used_comm = (comm["p"] < origin) | (comm["p"] == held)
+            rows, _ = validate(measurements[used], ["size"], f"p={held:g}", 0.1, "lammps",
+                               comm=comm[used_comm])
+            frames.append(rows[rows["metric"] == "time"].assign(origin=origin))
+    assembled = pd.concat(frames, ignore_index=True)
+    return pd.concat([assembled, _application_baselines(measurements, assembled, baselines)],
+                     ignore_index=True)
+
+
+def _application_baselines(measurements: pd.DataFrame, assembled: pd.DataFrame,
+                           baselines: list[str]) -> pd.DataFrame:
+    app = points(measurements[measurements["kernel"] == APP_KERNEL], ["size"])
+    app = app[app["metric"] == "time"]
+    rows = []
+    for (origin, held), _ in assembled.groupby(["origin", "p"]):
+        train = app[app["p"] < origin]
+        target = app[app["p"] == held]
+        for name in (b for b in baselines if b in BASELINES):
+            predicted = BASELINES[name](point_values(train, ["size"]),
+                                        train["value"].to_numpy(float),
+                                        point_values(target, ["size"]), ["size"], frozenset())
+            rows.append(target[["kernel", "metric", "p", "size"]].assign(
+                method=name, measured=target["value"].to_numpy(float), predicted=predicted,
+                origin=origin))
+    frame = pd.concat(rows, ignore_index=True)
+    frame["ape"] = 100 * np.abs(frame["predicted"] - frame["measured"]) / frame["measured"]
+    return frame
+
+
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
     """summary() per set, then over all sets pooled (set ``all``)."""
     rows = [summary(rows).assign(set=name, seconds=rows["seconds"].iloc[0])
@@ -101,10 +146,19 @@ def main() -> None:
     table = summaries(evaluation)
     columns = ["set", "method", "points", "median_ape", "p90_ape", "coverage_90", "width_90",
                "seconds"]
-    print(table[columns].to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.1f}"
-                                   if abs(v) >= 10 else f"{v:.2f}"))
+    print(_text(table[columns]))
     if args.output:
         evaluation.to_csv(args.output, index=False)
+    if "lammps" in args.sets.split(","):
+        assembled = application(args.data, args.baselines.split(","))
+        print("\nThe application's time on LAMMPS, assembled (apmt) or fitted (baselines), "
+              "from rolling origins:")
+        print(_text(summary(assembled)[columns[1:-1]]))
+
+
+def _text(table: pd.DataFrame) -> str:
+    return table.to_string(index=False, na_rep="-",
+                           float_format=lambda v: f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}")
 
 
 if __name__ == "__main__":

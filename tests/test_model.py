@@ -12,6 +12,7 @@ import pytest
 
 from apmt.comm import predict_operation
 from apmt.evaluate import validate
+from apmt.fit_table import error_correlation
 from apmt.ingest import import_profiles
 from apmt.kernels import OTHERS
 from apmt.machine import hertz, load_machine
@@ -21,6 +22,7 @@ from apmt.model import (
     _kernel_time,
     assemble,
     build_model,
+    contributions,
     load_model,
     memory_time,
     predict,
@@ -118,6 +120,35 @@ def test_lulesh_parts_add_up(lulesh: pd.DataFrame) -> None:
     assert parts["comp_time"] == pytest.approx(fitted(("key", "non-scalable")), rel=1e-12)
     assert parts["others_time"] == pytest.approx(float(fits[OTHERS].predict(values)[0][0]),
                                                  rel=1e-12)
+
+
+def test_the_application_interval_adds_its_terms_with_their_measured_correlation(
+        lulesh: pd.DataFrame) -> None:
+    """The terms' errors come from the same runs: the model measures how they go together
+    (a share in [0, 1] with its basis), and T_app's interval lies between the quadrature sum
+    (independent errors) and the linear sum (errors that move as one)."""
+    model = build_model(lulesh, [], source="lulesh", scaling="weak")
+    correlation = model["error_correlation"]
+    assert 0.0 <= correlation["rho"] <= 1.0 and correlation["pairs"] > 0
+    values = {"p": np.array([343.0, 1000.0])}
+    terms = list(contributions(model, values))
+    above = np.array([upper - predicted for _, _, _, (predicted, _, upper) in terms])
+    predicted, _, upper = assemble(model, values, terms=terms)["time"]
+    independent, as_one = np.sqrt((above**2).sum(axis=0)), above.sum(axis=0)
+    assert (independent <= upper - predicted + 1e-12).all()
+    assert (upper - predicted <= as_one + 1e-12).all()
+    for rho, expected in ((0.0, independent), (1.0, as_one)):
+        fixed = {**model, "error_correlation": {**correlation, "rho": rho}}
+        upper_at = assemble(fixed, values, terms=terms)["time"][2]
+        np.testing.assert_allclose(upper_at - predicted, expected, rtol=1e-9)
+
+
+def test_error_correlation_pools_shared_folds() -> None:
+    same = {"leave 1": 0.1, "leave 2": -0.2, "forward 4": 0.3}
+    assert error_correlation([same, same]) == (pytest.approx(1.0), 1)
+    opposite = {label: -value for label, value in same.items()}
+    assert error_correlation([same, opposite]) == (0.0, 1)
+    assert error_correlation([same, {"leave 1": 0.1, "leave 2": 0.2}]) == (0.0, 0)
 
 
 def test_lulesh_validation_decision(lulesh: pd.DataFrame) -> None:
