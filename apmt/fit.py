@@ -787,9 +787,10 @@ def _fold_bias(hypothesis: Hypothesis, values: dict[str, np.ndarray], y: np.ndar
 def _forward_rate(errors: np.ndarray, levels: np.ndarray) -> float:
     """How fast the chosen shape's error grows beyond the data, as log error per log step:
     its forward predictions (each value of the primary variable from the smaller ones: the
-    user's question, one step back) err by the noise that the leave-one-out folds show and
-    by a drift that grows with the step; this is the drift, sqrt((mean forward error^2 -
-    mean leave-one-out error^2) / mean step^2), 0 when noise explains the forward errors.
+    user's question, one step back) err by the noise that the interior leave-one-out folds
+    show (leaving out an end is an extrapolation itself) and by a drift that grows with the
+    step; this is the drift, sqrt((mean forward error^2 - mean interior leave-one-out
+    error^2) / mean step^2), 0 when noise explains the forward errors.
     Dividing each error by its step instead would read noise at a small step (P = 3 to 4)
     as a steep drift, and a sum's interval would explode on an erratic MPI wait. NaN with
     fewer than 3 values (no forward fold)."""
@@ -797,5 +798,5 @@ def _forward_rate(errors: np.ndarray, levels: np.ndarray) -> float:
     forward = errors[len(levels):len(levels) + len(steps)]
     if not len(steps) or not np.isfinite(forward).all():
         return float("nan")
-    noise = np.mean(errors[:len(levels)] ** 2)
+    noise = np.mean(errors[1:len(levels) - 1] ** 2)   # interior: the ends are extrapolations
     return float(np.sqrt(max(0.0, np.mean(forward**2) - noise) / np.mean(steps**2)))
