@@ -316,9 +316,12 @@ def _add_refine(commands: argparse._SubParsersAction, common: argparse.ArgumentP
     sub.add_argument("--base-p", type=int, nargs="+", default=[], metavar="P",
                      help="the study's own P (the others in the table were added by rounds)")
     sub.add_argument("--candidates", type=int, nargs="+", metavar="P",
-                     help="the P refinement may run (default: powers of two and midpoints up "
-                          "to 4x the largest measured)")
+                     help="the P refinement may run (default: those the study accepts, or "
+                          "powers of two and midpoints, up to 4x the largest measured)")
     sub.add_argument("--max-p", type=int, metavar="P", help="the largest P refinement may run")
+    sub.add_argument("--study", type=Path, metavar="STUDY.yaml",
+                     help="the study file: refinement proposes only the P its application "
+                          "accepts (its accepts_p)")
     sub.add_argument("--lower-frequency", type=float, metavar="GHZ",
                      help="frequency of the computation rerun (default: the offered one "
                           "nearest 2/3 of the highest)")
@@ -791,7 +794,7 @@ def describe_app_rows(table: pd.DataFrame, params: list[str]) -> str:
 def run_evaluate(args: argparse.Namespace) -> None:
     """Hold out runs, fit on the rest with apmt and the baselines, and report the errors;
     for measurements, also validate the assembled model and decide on refinement."""
-    from apmt.evaluate import evaluate, summary, validate, without_new_runs
+    from apmt.evaluate import evaluate, summary, validate, with_validation, without_new_runs
 
     _check_writable_format(args.output)
     kind = table_kind(args.table)
@@ -808,7 +811,7 @@ def run_evaluate(args: argparse.Namespace) -> None:
         comm, options = _model_inputs(args, params, per_rank)
         rows, decision = validate(table, params, args.holdout, args.tolerance, str(args.table),
                                   comm, **options)
-        result = pd.concat([result, rows], ignore_index=True)
+        result = with_validation(result, rows)
         if (_read_sidecar(args.table) or {}).get("command") == "import":
             decision = without_new_runs(decision, "apmt cannot make runs of imported profiles "
                                                   "(profile the application with a study file "
@@ -819,7 +822,8 @@ def run_evaluate(args: argparse.Namespace) -> None:
     say(format_summary(summary(result[result["kernel"] != APP_KERNEL])), args.output)
     if decision is not None:
         outcome = decision.get("refinement") or (
-            f"refine {decision['part']}" if decision["refine"] else "no refinement needed")
+            f"refine {decision['part'] or 'with more P'}" if decision["refine"]
+            else "no refinement needed")
         say(f"validation: {decision['reason']}; {outcome}", args.output)
 
 
@@ -827,6 +831,7 @@ def run_refine_round(args: argparse.Namespace) -> None:
     """Validate the round's model (fit without the held-out runs; with the lower-frequency
     solution when the model takes it) and plan the next round from the model of all its
     runs, where its intervals are widest."""
+    from apmt.collect.study import load_study
     from apmt.evaluate import validate
     from apmt.model import build_model
     from apmt.refine import (
@@ -847,6 +852,7 @@ def run_refine_round(args: argparse.Namespace) -> None:
     model = build_model(table, params, source=str(args.table), comm=comm, **options)
     previous = [read_json(path) for path in args.previous]
     settings = {"candidates": args.candidates, "max_p": args.max_p,
+                "accepts_p": load_study(args.study).accepts_p if args.study else None,
                 "lower_frequency_ghz": args.lower_frequency,
                 "frequency_done": next((d["round"] for d in previous
                                         if d.get("action") == "lower_frequency"), None)}
@@ -929,6 +935,8 @@ SUMMARY_FORMATS: dict[str, Callable[[float], str]] = {
 
 def format_summary(table: pd.DataFrame) -> str:
     """apmt.evaluate.summary as a small text table: the median error per method first."""
+    if table.empty:
+        return "no series could be evaluated at the held-out points"
     return table.to_string(index=False, formatters=SUMMARY_FORMATS, na_rep="-")
 
 

@@ -21,7 +21,7 @@ from apmt.baselines import BASELINES
 from apmt.comm import comm_keys, comm_points
 from apmt.errors import ApmtError
 from apmt.fit_table import described, fit_all
-from apmt.series import point_values, points
+from apmt.series import MIN_DISTINCT_P, point_values, points
 
 log = logging.getLogger("apmt")
 METHODS = ("apmt", "analytic", "amdahl", "powerlaw", "extrap")
@@ -109,6 +109,8 @@ def _fit_and_predict(train: pd.DataFrame, test: pd.DataFrame, params: list[str],
             predicted = BASELINES[name](train_values, train_rows["value"].to_numpy(float),
                                         values, params, per_rank_params)
             rows.append(_frame(targets, params, name, predicted))
+    if not rows:    # nothing can be fitted without the held-out runs (said above)
+        return _frame(test.iloc[:0], params, "apmt", np.array([]))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -152,7 +154,9 @@ def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: fl
     """Build the whole model (Eq. 2) without the held-out runs and compare it with them.
 
     Returns the rows of the evaluation table for the application and its parts (kernel
-    ``<app>``, metrics time, computation_time, comm_time) and the refinement decision: the
+    ``<app>``, metrics time, computation_time, comm_time, others_time where the model has a
+    term for the time outside kernels and MPI; each part measured and predicted alike:
+    apmt.model.measured_parts) and the refinement decision: the
     model needs refining when the application's error exceeds ``tolerance`` at a held-out
     point, and the part to refine is the one (computation or communication) whose error in
     seconds is larger there. The decision lists the series and operations the model left out
@@ -160,21 +164,19 @@ def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: fl
     with why. ``refine_model`` changes the model before it is compared (a refinement round's
     accepted lower-frequency solution).
     """
-    from apmt.model import assemble, build_model
+    from apmt.model import build_model, measured_parts, predicted_parts
     from apmt.tables import APP_KERNEL
 
     holdout_points = parse_holdout(holdout, table)
     train, test = split(table, holdout_points)
+    if train["p"].nunique() < MIN_DISTINCT_P:
+        return _too_few_p(train, params, holdout, tolerance)
     comm_train, comm_test = split(comm, holdout_points) if comm is not None else (None, None)
     model = build_model(train, params, source=source, comm=comm_train, **model_options)
     if refine_model is not None:
         model = refine_model(model)
-    measured = _measured_parts(model, points(test, params), comm_test, params)
-    predicted = assemble(model, point_values(measured, params))
-    parts = {"time": predicted["time"],
-             "computation_time": tuple(predicted["comp_time"][i] + predicted["mem_time"][i]
-                                       + predicted["others_time"][i] for i in range(3)),
-             "comm_time": predicted["comm_time"]}
+    measured = measured_parts(model, test, comm_test)
+    parts = predicted_parts(model, point_values(measured, params))
     frames = []
     for metric, (value, lower, upper) in parts.items():
         measured[f"predicted_{metric}"] = value
@@ -188,35 +190,40 @@ def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: fl
     return rows.reset_index(drop=True), decision
 
 
-def _measured_parts(model: dict, test: pd.DataFrame, comm_test: pd.DataFrame | None,
-                    params: list[str]) -> pd.DataFrame:
-    """Per held-out point: the measured application time and its computation and
-    communication parts, composed as the model composes them."""
-    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
-    time = test[test["metric"] == "time"]
-    run = ["p", *params]
-    if comm_test is not None:
-        comm_time = comm_points(comm_test, params).groupby(run)["time"].sum()
-    else:
-        mpi = time["kernel"].map(classes).eq("communication")
-        comm_time = time[mpi].groupby(run)["value"].sum()
-    computing = time["kernel"].map(classes).isin(["key", "non-scalable", "aggregated"])
-    computation = time[computing].groupby(run)["value"].sum()
-    if model["app_kernel"] is not None:
-        total = time[time["kernel"] == model["app_kernel"]].groupby(run)["value"].mean()
-    else:
-        total = computation.add(comm_time, fill_value=0.0)
-    frame = pd.DataFrame({"time": total, "computation_time": computation,
-                          "comm_time": comm_time}).reset_index()
-    return frame.dropna(subset=["time"])
+def _too_few_p(train: pd.DataFrame, params: list[str], holdout: str, tolerance: float
+               ) -> tuple:
+    """No validation is possible (a study of three P holding out the largest): no rows, and
+    a decision that asks for more P, which refinement can add and an import cannot."""
+    left = sorted(int(p) for p in train["p"].unique())
+    reason = (f"holding out {holdout} leaves {len(left)} distinct P ({', '.join(map(str, left))})"
+              f": too few to fit ({MIN_DISTINCT_P} are needed), so the model cannot be "
+              "validated; more P are needed")
+    decision = {"tolerance": tolerance, "worst_point": None, "error": None, "refine": True,
+                "part": None, "gap_seconds": {}, "reason": reason, "left_out": []}
+    columns = ["kernel", "metric", "p", *train.columns.intersection(params), "method",
+               "measured", "predicted", "lower", "upper", "ape"]
+    return pd.DataFrame(columns=columns), decision
+
+
+def with_validation(evaluation: pd.DataFrame, validation: pd.DataFrame) -> pd.DataFrame:
+    """The per-series evaluation with the assembled model's rows (validate): apmt's answer
+    for the application time is the assembled one, so its own fit of a measured ``<app>``
+    kernel's time becomes metric ``fitted_time`` (as in the predictions), and each method
+    has one ``<app>``/time row per point."""
+    from apmt.tables import APP_KERNEL, TIME_METRIC
+
+    fitted = (evaluation["kernel"] == APP_KERNEL) & (evaluation["metric"] == TIME_METRIC) & \
+        (evaluation["method"] == "apmt") & (validation["metric"] == TIME_METRIC).any()
+    evaluation = evaluation.assign(metric=evaluation["metric"].mask(fitted, "fitted_time"))
+    return pd.concat([evaluation, validation], ignore_index=True)
 
 
 def without_new_runs(decision: dict, why: str) -> dict:
     """The decision for profiles apmt cannot add runs to (imported ones): no refinement, and
     what it would need, with whether the error exceeds the tolerance kept."""
     needed = decision["refine"]
-    refinement = (f"the model would need refining in {decision['part']}, which needs new runs "
-                  f"at other P; {why}" if needed else "not needed")
+    refinement = (f"the model would need refining in {decision['part'] or 'its runs'}, which "
+                  f"needs new runs at other P; {why}" if needed else "not needed")
     return {**decision, "refine": False, "part": None, "exceeds_tolerance": needed,
             "refinement": refinement}
 
@@ -228,7 +235,8 @@ def decide(parts: pd.DataFrame, params: list[str], tolerance: float) -> dict:
     error = float(errors.max())
     gaps = {part: abs(float(worst[f"predicted_{metric}"]) - float(np.nan_to_num(worst[metric])))
             for part, metric in (("computation", "computation_time"),
-                                 ("communication", "comm_time"))}
+                                 ("communication", "comm_time"), ("others", "others_time"))
+            if part != "others" or np.isfinite(worst[metric])}
     part = max(gaps, key=gaps.get)
     point = {column: float(worst[column]) for column in ["p", *params]}
     verdict = "exceeds" if error > tolerance else "is within"

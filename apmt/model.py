@@ -101,7 +101,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     }
     model["communication"], left_out = _fit_comm(comm, params, source) if comm is not None \
         else ([], [])
-    model["left_out"] += [{"operation": name, "reason": why} for name, why in left_out]
+    model["left_out"] = left_out_series + [{"operation": name, "reason": why}
+                                           for name, why in left_out]
     if not series and not model["communication"]:
         raise ApmtError(f"{source}: nothing could be fitted: " + (described(
             {(e["kernel"], e["metric"]): e["reason"] for e in left_out_series})
@@ -122,15 +123,41 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
 def _run_times(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
                params: list[str], app_kernel: str | None) -> pd.DataFrame:
     """Per point: the measured application time, the computing kernels' time and the MPI
-    time of the communication table (columns app, comp, comm; NaN where not measured)."""
+    time, of the communication table when there is one, else of the MPI kernels (columns
+    app, comp, comm; NaN where not measured)."""
     time = table[table["metric"] == TIME_METRIC]
     run = ["p", *params]
     app = time[time["kernel"] == app_kernel].groupby(run)["value"].mean()
     computing = [k for k, c in classes.items()
                  if c not in ("application", "communication", "nested")]
     comp = time[time["kernel"].isin(computing)].groupby(run)["value"].sum()
-    comm_time = comm_points(comm, params).groupby(run)["time"].sum()
+    if comm is not None:
+        comm_time = comm_points(comm, params).groupby(run)["time"].sum()
+    else:
+        mpi = [k for k, c in classes.items() if c == "communication"]
+        comm_time = time[time["kernel"].isin(mpi)].groupby(run)["value"].sum()
     return pd.concat({"app": app, "comp": comp, "comm": comm_time}, axis=1)
+
+
+def measured_parts(model: dict, measurements: pd.DataFrame, comm: pd.DataFrame | None
+                   ) -> pd.DataFrame:
+    """Per point of measured runs, the application time and its parts as the model defines
+    them (predicted_parts), so that a validation compares like with like: columns p, the
+    parameters, time, computation_time (every computing kernel), comm_time, others_time (the
+    time neither explains, where the model has a term for it; else not a number). Without
+    an application kernel the time is computation plus communication."""
+    params = model["params"]
+    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    table = resolve(points(measurements, params), params, model["app_kernel"],
+                    model["cost_metric"]).table
+    runs = _run_times(table, comm, classes, params, model["app_kernel"])
+    computed = runs["comp"].add(runs["comm"], fill_value=0.0)
+    total = runs["app"] if model["app_kernel"] is not None else computed
+    others = total - computed if _fit_of(model, UNACCOUNTED, TIME_METRIC) is not None \
+        else np.nan
+    frame = pd.DataFrame({"time": total, "computation_time": runs["comp"],
+                          "comm_time": runs["comm"], "others_time": others})
+    return frame.reset_index().dropna(subset=["time"])
 
 
 def _unaccounted(runs: pd.DataFrame) -> pd.DataFrame:
@@ -437,9 +464,8 @@ def assemble(model: dict, values: dict[str, np.ndarray],
     time at all) not a number. ``terms``: contributions() at these points, when the caller
     has them already.
     """
-    rho = model.get("error_correlation", {}).get("rho", 0.0)
-    parts = {part: _Sum(len(values["p"]), rho) for part in PARTS}
-    total = _Sum(len(values["p"]), rho)
+    parts = {part: _Sum(len(values["p"]), _rho(model)) for part in PARTS}
+    total = _Sum(len(values["p"]), _rho(model))
     terms = terms if terms is not None else contributions(model, values, volume_ratios)
     for _, part, _, bounds in terms:
         parts[part].add(bounds)
@@ -452,6 +478,25 @@ def assemble(model: dict, values: dict[str, np.ndarray],
     elif not computing:     # no time per kernel (a counters-only table): no application time
         app = tuple(np.full(len(values["p"]), np.nan) for _ in range(3))
     return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
+
+
+def predicted_parts(model: dict, values: dict[str, np.ndarray]
+                    ) -> dict[str, tuple[np.ndarray, ...]]:
+    """The application time and its parts as measured_parts measures them, each as
+    (predicted, lower, upper): computation_time is every computing kernel's term (memory
+    included), others_time the time outside kernels and MPI (not a number when the model
+    has no term for it)."""
+    terms = list(contributions(model, values))
+    computing, outside = _Sum(len(values["p"]), _rho(model)), _Sum(len(values["p"]), _rho(model))
+    for source, part, _, bounds in terms:
+        if part != "comm_time":
+            (outside if source == UNACCOUNTED else computing).add(bounds)
+    unmodelled = tuple(np.full(len(values["p"]), np.nan) for _ in range(3))
+    assembled = assemble(model, values, terms=terms)
+    return {"time": assembled[TIME_METRIC], "computation_time": computing.bounds(),
+            "comm_time": assembled["comm_time"],
+            "others_time": outside.bounds() if _fit_of(model, UNACCOUNTED, TIME_METRIC)
+            is not None else unmodelled}
 
 
 def contributions(model: dict, values: dict[str, np.ndarray],
@@ -504,6 +549,11 @@ def _ratio(ratios: dict[str, float], operation: dict) -> float:
         if pattern in ratios:
             return ratios[pattern]
     return 1.0
+
+
+def _rho(model: dict) -> float:
+    """The summed terms' error correlation (model files without it: independent)."""
+    return model.get("error_correlation", {}).get("rho", 0.0)
 
 
 class _Sum:

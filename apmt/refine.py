@@ -1,7 +1,8 @@
 """Refinement of a model whose validation error exceeds the tolerance (paper 000, 3.4).
 
 One round is a decision on the validation result (``apmt.evaluate.decide``), as data:
-- communication error: profile at more P, where the model is least certain (the relative
+- communication error (or one in the time outside kernels and MPI, ``others``): profile at
+  more P, where the model is least certain (the relative
   width of its 90% interval) instead of at fixed places; of the two runs the paper asks for,
   the largest candidate validates (so the next round's ``--holdout p=max`` holds it out) and
   the most uncertain of the others refits;
@@ -28,17 +29,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from apmt.collect.accepted import AcceptedP
 from apmt.errors import ApmtError
 from apmt.fit import SeriesFit
-from apmt.model import assemble
+from apmt.model import predicted_parts
 from apmt.series import fit_points, points
 from apmt.tables import TIME_METRIC
 
 BEYOND = 4.0                 # default candidates reach this factor beyond the largest P
 LOWER_FREQUENCY_STEP = 2 / 3  # the paper's 3.0 -> 2.0 GHz: memory gets 1.5x faster in cycles
 BF_MEM_RANGE = (0.0, 1.5)    # a plausible non-overlapped share of memory time
-PART_METRICS = {None: (TIME_METRIC,), "communication": ("comm_time",),
-                "computation": ("comp_time", "mem_time", "others_time")}
+PART_METRICS = {None: TIME_METRIC, "computation": "computation_time",
+                "communication": "comm_time", "others": "others_time"}
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 KHZ_PER_GHZ = 1e6
 TIE_DECIMALS = 4             # relative widths equal to 0.01 percentage points are ties
@@ -49,10 +51,14 @@ CACHE_LEVELS = {"l1_hits": "l1", "l2_hits": "l2", "llc_hits": "llc"}
 
 # ------------------------------------------------------------------------- choosing new P
 
-def default_candidates(measured_p: list[float], beyond: float = BEYOND) -> list[int]:
-    """Powers of two and the midpoints between them (3 * 2^k), from the smallest measured P
-    to ``beyond`` times the largest, without the measured ones."""
+def default_candidates(measured_p: list[float], beyond: float = BEYOND,
+                       accepted: AcceptedP | None = None) -> list[int]:
+    """The P the application accepts from the smallest measured P to ``beyond`` times the
+    largest, without the measured ones; for an application that takes any P, powers of two
+    and the midpoints between them (3 * 2^k)."""
     low, high = min(measured_p), max(measured_p) * beyond
+    if accepted is not None and accepted.form != "any":
+        return sorted(set(accepted.between(low, high)) - {int(p) for p in measured_p})
     found = set()
     power = 1
     while power <= high:
@@ -116,15 +122,14 @@ def part_bounds(model: dict, values: dict[str, np.ndarray],
                 part: str | None) -> tuple[tuple[np.ndarray, ...], str]:
     """The prediction and 90% interval of the part to refine (as apmt.evaluate.validate
     composes it), or of the application time when the model has nothing of that part."""
-    assembled = assemble(model, values)
-    names = PART_METRICS.get(part)
-    if names is None:
-        raise ApmtError(f"validation: field 'part' is {part!r}, not computation or "
-                        "communication")
-    bounds = tuple(sum(assembled[name][i] for name in names) for i in range(3))
-    if not np.any(bounds[0] > 0):
-        return assembled[TIME_METRIC], f"application time (the model has no {part} term)"
-    return bounds, part or "application time"
+    parts = predicted_parts(model, values)
+    name = PART_METRICS.get(part)
+    if name is None:
+        raise ApmtError(f"validation: field 'part' is {part!r}, not computation, "
+                        "communication or others")
+    if not np.any(np.nan_to_num(parts[name][0]) > 0):
+        return parts[TIME_METRIC], f"application time (the model has no {part} term)"
+    return parts[name], part or "application time"
 
 
 def point_values_at(model: dict, p: list[float], params_point: Mapping[str, float]
@@ -141,19 +146,20 @@ def point_values_at(model: dict, p: list[float], params_point: Mapping[str, floa
 
 def choose_p(model: dict, measured_p: list[float], candidates: list[float] | None,
              params_point: Mapping[str, float], count: int = 2, *, part: str | None = None,
-             max_p: float | None = None) -> list[dict]:
+             max_p: float | None = None, accepted: AcceptedP | None = None) -> list[dict]:
     """The next P to profile, chosen where the model is least certain.
 
-    ``candidates`` are the P one may run (None or empty: ``default_candidates``); measured and
-    those above ``max_p`` are dropped. With ``count`` >= 2 the largest candidate validates
-    (it tests the extrapolation the user asked for, and ``--holdout p=max`` finds it) and the
-    ``count - 1`` most uncertain of the others refit; with 1, or when no candidate lies beyond
-    the measured P (a later round: the largest measured is held out and validates), the most
-    uncertain refit.
+    ``candidates`` are the P one may run (None or empty: ``default_candidates``); measured,
+    those above ``max_p`` and those the application does not accept are dropped. With
+    ``count`` >= 2 the largest candidate validates (it tests the extrapolation the user asked
+    for, and ``--holdout p=max`` finds it) and the ``count - 1`` most uncertain of the others
+    refit; with 1, or when no candidate lies beyond the measured P (a later round: the
+    largest measured is held out and validates), the most uncertain refit.
     Each chosen run: p, role (refit | validate), uncertainty, predicted, lower, upper, rank,
     reason.
     """
-    ranking, what = candidate_ranking(model, measured_p, candidates, params_point, part, max_p)
+    ranking, what = candidate_ranking(model, measured_p, candidates, params_point, part, max_p,
+                                      accepted)
     if ranking.empty or count < 1:
         return []
     validate = []
@@ -164,20 +170,33 @@ def choose_p(model: dict, measured_p: list[float], candidates: list[float] | Non
             f"90% interval {largest['uncertainty']:.1%} of the prediction, rank "
             f"{int(largest['rank'])})")))
         ranking = ranking[ranking["p"] != largest["p"]]
-    refit = [_choice(row, "refit", (
-        f"the model of the {what} is least certain at P={row['p']:g} (90% interval "
-        f"{row['uncertainty']:.1%} of the prediction, rank {int(row['rank'])} of the candidates)"))
-        for _, row in ranking.head(count - len(validate)).iterrows()]
-    return refit + validate
+    chosen = [_least_certain(row, what, measured_p, bool(validate))
+              for _, row in ranking.head(count - len(validate)).iterrows()]
+    return chosen + validate
+
+
+def _least_certain(row: pd.Series, what: str, measured_p: list[float], validating: bool) -> dict:
+    """A run where the model is least certain: it refits, unless it lies beyond every
+    measured P and no other run validates; then the next round's ``--holdout p=max`` holds it
+    out, and the decision says so."""
+    reason = (f"the model of the {what} is least certain at P={row['p']:g} (90% interval "
+              f"{row['uncertainty']:.1%} of the prediction, rank {int(row['rank'])} of the "
+              "candidates)")
+    if not validating and row["p"] > max(measured_p):
+        return _choice(row, "validate", f"{reason}; beyond the measured P, the next round "
+                                        "holds it out to validate the refitted model")
+    return _choice(row, "refit", reason)
 
 
 def candidate_ranking(model: dict, measured_p: list[float], candidates: list[float] | None,
                       params_point: Mapping[str, float], part: str | None = None,
-                      max_p: float | None = None) -> tuple[pd.DataFrame, str]:
+                      max_p: float | None = None, accepted: AcceptedP | None = None
+                      ) -> tuple[pd.DataFrame, str]:
     """Every candidate P with its prediction, interval and rank (see rank_by_uncertainty)."""
     measured = {float(p) for p in measured_p}
-    pool = candidates or default_candidates(list(measured))
-    pool = sorted({float(p) for p in pool} - measured)
+    accepted = accepted or AcceptedP()
+    pool = candidates or default_candidates(list(measured), accepted=accepted)
+    pool = sorted({float(p) for p in pool if accepted.admits(int(p))} - measured)
     if max_p is not None:
         pool = [p for p in pool if p <= max_p]
     if not pool:
@@ -201,8 +220,9 @@ def plan_round(validation: dict, model: dict, measured_p: list[float], round_ind
 
     budget: max_rounds, max_runs (refinement runs over all rounds); ``runs_used`` counts the
     runs earlier rounds asked for (see runs_asked). settings (all optional; empty or null
-    means the default): candidates (P list), max_p, lower_frequency_ghz, frequency_p,
-    frequency_done (the round whose decision was lower_frequency: no second rerun).
+    means the default): candidates (P list), max_p, accepts_p (the P the application
+    accepts, apmt.collect.accepted), lower_frequency_ghz, frequency_p, frequency_done (the
+    round whose decision was lower_frequency: no second rerun).
     ``frequency_control`` is what frequency_control() says about the machine that will run
     the profiling job.
     """
@@ -217,7 +237,8 @@ def plan_round(validation: dict, model: dict, measured_p: list[float], round_ind
         "budget": {"max_rounds": int(budget["max_rounds"]), "max_runs": int(budget["max_runs"]),
                    "rounds_used": round_index, "runs_used": runs_used},
     }
-    error = f"error {validation['error']:.1%} vs tolerance {validation['tolerance']:.0%}"
+    error = "no validation (too few P)" if validation["error"] is None else \
+        f"error {validation['error']:.1%} vs tolerance {validation['tolerance']:.0%}"
     if not validation["refine"]:
         return {**decision, "reason": f"{error}: the model is within tolerance"}
     exhausted = "rounds" if rounds_left <= 0 else "runs" if runs_left <= 0 else None
@@ -236,19 +257,22 @@ def _plan_more_p(decision: dict, validation: dict, model: dict, measured_p: list
                  settings: Mapping, runs_left: int, error: str) -> dict:
     point = {k: v for k, v in (validation.get("worst_point") or {}).items() if k != "p"}
     candidates, max_p = settings.get("candidates") or None, settings.get("max_p") or None
+    accepted = settings.get("accepts_p") or AcceptedP()
     ranking, what = candidate_ranking(model, measured_p, candidates, point,
-                                      validation["part"], max_p)
+                                      validation["part"], max_p, accepted)
     runs = choose_p(model, measured_p, candidates, point, min(2, runs_left),
-                    part=validation["part"], max_p=max_p)
+                    part=validation["part"], max_p=max_p, accepted=accepted)
     decision["candidates"] = _records(ranking)
+    part = validation["part"] or "the model"
     if not runs:
         return {**decision, "action": "stop", "exhausted": "candidates",
-                "reason": f"{error} in {validation['part']}, but no P is left to run "
-                          f"(measured {decision['measured_p']}, max_p {max_p})"}
+                "reason": f"{error} in {part}, but no P is left to run (measured "
+                          f"{decision['measured_p']}, max_p {max_p}, the application accepts "
+                          f"{accepted.text})"}
     chosen = ", ".join(f"P={r['p']} to {r['role']} ({r['uncertainty']:.1%})" for r in runs)
     return {**decision, "action": "more_p", "runs": runs,
-            "reason": f"{error}, from {validation['part']}: profile {chosen}; uncertainty is "
-                      f"the relative 90% interval of the {what} at each candidate"}
+            "reason": f"{error}, from {part}: profile {chosen}; uncertainty is the relative "
+                      f"90% interval of the {what} at each candidate"}
 
 
 def _plan_frequency(decision: dict, validation: dict, model: dict, measured_p: list[float],

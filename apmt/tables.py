@@ -40,7 +40,11 @@ predictions: one row per series and requested point.
 evaluation: one row per held-out point, series and method (apmt.evaluate).
     kernel, metric, p, <params>, method (apmt, analytic, amdahl, powerlaw, extrap), measured,
     predicted, lower, upper (apmt's 90% interval, NaN for the others), ape (percent). Rows of
-    kernel ``<app>`` (metrics time, computation_time, comm_time) validate the assembled model.
+    kernel ``<app>`` with method apmt validate the assembled model: metrics time,
+    computation_time (every computing kernel), comm_time and, where the model has a term for
+    the time outside kernels and MPI, others_time, measured and predicted alike
+    (apmt.model.measured_parts); apmt's own fit of a measured ``<app>`` time is metric
+    fitted_time, so each method has one ``<app>``/time row per point.
 """
 
 from __future__ import annotations

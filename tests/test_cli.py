@@ -216,6 +216,26 @@ def test_collectives_evaluate_as_a_communication_table(measured_data: Path, tmp_
     assert run.code == 2 and "give it with --comm" in run.err
 
 
+def test_evaluate_a_profiled_study_gives_one_application_row_per_method(
+        measured_data: Path, tmp_path: Path, cli) -> None:
+    """LAMMPS profiled here, with its measured wall time (<app>): the assembled model answers
+    for apmt; its direct fit of <app> is fitted_time, beside the baselines' fits."""
+    runs = [1, 2, 3, 4, 6, 8]
+    for name, kind in (("measurements", "measurements"), ("comm", "communication")):
+        table = read_table(measured_data / f"lammps/p1-32/{name}.csv", kind)
+        table[table["p"].isin(runs)].to_csv(tmp_path / f"{name}.csv", index=False)
+    output = tmp_path / "eval.csv"
+    run = cli("evaluate", tmp_path / "measurements.csv", "--comm", tmp_path / "comm.csv",
+              "--param", "size", "--metrics", "time", "--baselines", "powerlaw,amdahl",
+              "-o", output)
+    assert run.code == 0, run.err
+    app = pd.read_csv(output).query("kernel == @APP_KERNEL")
+    times = app[app["metric"] == "time"]
+    assert times.groupby("method").size().to_dict() == {"amdahl": 1, "apmt": 1, "powerlaw": 1}
+    assert set(app.loc[app["method"] == "apmt", "metric"]) == {
+        "time", "fitted_time", "computation_time", "comm_time", "others_time"}
+
+
 def test_version_and_usage_errors(cli, capsys: pytest.CaptureFixture) -> None:
     from apmt.cli import main
 

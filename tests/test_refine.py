@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from apmt.errors import ApmtError
+from apmt.evaluate import validate
 from apmt.ingest import import_profiles
 from apmt.machine import load_machine
 from apmt.model import build_model
@@ -71,6 +72,30 @@ def test_choose_p_refits_only_when_the_largest_measured_p_validates(lulesh_model
     assert [r["role"] for r in runs] == ["refit", "refit"]
     assert round(runs[0]["uncertainty"], 4) >= round(runs[1]["uncertainty"], 4)   # ties: larger P
     assert {r["p"] for r in runs} <= {96, 150, 256, 300}
+
+
+def test_a_single_run_beyond_the_measured_p_is_said_to_validate(lulesh_model: dict) -> None:
+    """With one run left and only candidates beyond the measured P, the next round's
+    ``--holdout p=max`` holds the new run out: the decision must not call it a refit."""
+    [run] = choose_p(lulesh_model, TRAINING_P, [256, 512], {}, count=1)
+    assert run["role"] == "validate" and "holds it out" in run["reason"]
+    [inside] = choose_p(lulesh_model, TRAINING_P, [96, 150], {}, count=1)
+    assert inside["role"] == "refit"
+
+
+def test_three_p_holding_out_the_largest_ask_for_more_p(measured_data: Path) -> None:
+    """The APMT paper profiles three P; holding out the largest leaves two, too few to fit:
+    no validation is possible, and refinement adds P instead of failing the study."""
+    table, _ = import_profiles("caliper", sorted(measured_data.glob("lulesh_caliper_opal/*.cali")))
+    three = table[table["p"].isin([27, 64, 125])]
+    rows, validation = validate(three, [], "p=max", 0.1, "lulesh", app_kernel="main")
+    assert rows.empty and validation["refine"] and validation["error"] is None
+    assert "leaves 2 distinct P (27, 64)" in validation["reason"]
+    model = build_model(three, [], source="lulesh", app_kernel="main")
+    decision = plan_round(validation, model, [27, 64, 125], 0, BUDGET, {}, {"can_set": False})
+    assert decision["action"] == "more_p" and decision["reason"].startswith(
+        "no validation (too few P), from the model: profile P=")
+    assert json.loads(json.dumps(decision)) == decision      # plain JSON: no NaN
 
 
 def test_target_width_after_refits_without_touching_later_fits(measured_data: Path) -> None:

@@ -74,8 +74,10 @@ def ring(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def batch(ring: Path, tmp_path_factory: pytest.TempPathFactory, measured_data: Path):
-    """Three studies in one run: ring (profiled, refined), relearn (imported from the
-    repository's data/ folder), broken (its application fails at every P)."""
+    """A batch of five studies in one run: ring (profiled, refined), relearn (imported from
+    the repository's data/ folder), broken (its application fails at every P), and ring
+    again as an application that accepts only powers of two and one that accepts only
+    squares (refined within the same budget)."""
     relearn = {"import": {"format": "extrap-text",
                           "paths": [str(measured_data / "relearn" / "relearn_data.txt")]},
                "params": ["n"], "per_rank_params": ["n"], "app_kernel": "main()",
@@ -83,7 +85,9 @@ def batch(ring: Path, tmp_path_factory: pytest.TempPathFactory, measured_data: P
     folder = workflow_copy(
         tmp_path_factory.mktemp("batch"), ring,
         {"ring": {"args": f"20000 {STEPS}"}, "relearn": relearn,
-         "broken": {"args": f"-1 {STEPS}", "p": [1, 2, 3, 4]}},
+         "broken": {"args": f"-1 {STEPS}", "p": [1, 2, 3, 4]},
+         "pow2": {"args": f"20000 {STEPS // 3}", "p": [1, 2, 4], "accepts_p": "powers_of_two"},
+         "squares": {"args": f"20000 {STEPS // 3}", "p": [1, 4, 9], "accepts_p": "squares"}},
         refine={"max_rounds": 1, "max_runs": 2, "max_p": 8})
     started = time.monotonic()
     done = subprocess.run(snakemake_command("--cores", "2"), cwd=folder, capture_output=True,
@@ -100,7 +104,7 @@ def test_a_failing_study_does_not_stop_the_others(batch) -> None:
     assert "N must be positive" in (folder / "logs/broken/profile/p1.log").read_text() or \
         "failed" in (folder / "logs/broken/profile/p1.log").read_text()
     assert not (folder / "results/broken/model.json").exists()
-    for study in ("ring", "relearn"):
+    for study in ("ring", "relearn", "pow2", "squares"):
         for name in ("model.json", "evaluation.csv", "predictions.csv", "figures/ranking.png"):
             assert (folder / "results" / study / name).is_file(), (study, name, output)
 
@@ -153,6 +157,23 @@ def test_a_tight_tolerance_triggers_refinement_within_its_budget(batch) -> None:
     assert last["action"] == "none" or last["exhausted"] == "rounds"
 
 
+def test_refinement_runs_only_what_each_application_accepts(batch) -> None:
+    """Under max_p 8, the powers-of-two study can add only P = 8, the one run beyond its
+    measured P, so it validates (the next round holds it out); the squares study has no
+    square left up to 8, and stops saying why."""
+    folder, _ = batch
+    pow2 = json.loads((folder / "results/pow2/refinement.json").read_text())["rounds"][0]
+    assert pow2["action"] == "more_p", pow2
+    assert [(run["p"], run["role"]) for run in pow2["runs"]] == [(8, "validate")]
+    assert "holds it out" in pow2["runs"][0]["reason"]
+    assert sorted(pd.read_csv(folder / "results/pow2/measurements.csv")["p"].unique()) == \
+        [1, 2, 4, 8]
+    squares = json.loads((folder / "results/squares/refinement.json").read_text())["rounds"][0]
+    assert squares["action"] == "stop" and squares["exhausted"] == "candidates", squares
+    assert "the application accepts squares" in squares["reason"]
+    assert (folder / "results/squares/predictions.csv").is_file()
+
+
 def test_predictions_carry_intervals_and_the_imported_study_is_accurate(batch) -> None:
     folder, _ = batch
     for study in ("ring", "relearn"):
@@ -190,7 +211,8 @@ def test_the_artifact_rebuilds_identically_from_the_stored_runs_alone(batch, rin
     folder, _ = batch
     config_file = folder / "config" / "config.yaml"
     config = yaml.safe_load(config_file.read_text())
-    del config["studies"]["broken"]
+    for name in ("broken", "pow2", "squares"):     # ring stands for the profiled ones
+        del config["studies"][name]
     config_file.write_text(yaml.safe_dump(config))
     first = subprocess.run(snakemake_command("--cores", "2", "artifact"), cwd=folder,
                            capture_output=True, text=True, timeout=600)

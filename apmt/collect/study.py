@@ -9,6 +9,9 @@ costs one line of error instead of an hour of runs. Fields:
                     directory); one program with its arguments, optionally ``< file`` for
                     its standard input (no ``;``, ``&&``, ``|`` or ``>``)
     p               process counts, e.g. [1, 2, 4]
+    accepts_p       the P the application can run: any (default), powers_of_two, squares,
+                    cubes, a list, or {form: ..., max: P} (apmt.collect.accepted); the
+                    study's own P are checked against it, and refinement proposes only these
     params          parameter name -> values; the runs are the product of these with ``p``
     points          instead of params: a list of parameter mappings; a point that gives ``p``
                     is one run at that P, the others are combined with every value in ``p``
@@ -46,6 +49,7 @@ from pathlib import Path
 
 import yaml
 
+from apmt.collect.accepted import AcceptedP, parse_accepted
 from apmt.errors import ApmtError
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -57,7 +61,7 @@ RUN_PLACEHOLDERS = ("p", "run_dir")
 RESERVED_PARAMS = frozenset({"p", "rep", "rank", "peer", "kernel", "metric", "value", "unit",
                              "op", "calls", "bytes", "time", "library", "run_dir"})
 SHELL_OPERATORS = (";", "&&", "||", "|", "&", ">", "`", "$(")  # "< file" is fine: stdin
-FIELDS = ("name", "command", "p", "params", "points", "repetitions", "launcher",
+FIELDS = ("name", "command", "p", "accepts_p", "params", "points", "repetitions", "launcher",
           "launcher_args", "srun_mpi", "backend", "metrics", "machine", "timeout_s", "env",
           "setup", "expect_output", "trace_mpi", "per_rank_params", "app_kernel",
           "volume_ratios")
@@ -94,6 +98,7 @@ class Study:
     command: str
     p: tuple[int, ...]
     params: dict[str, tuple[float, ...]]
+    accepts_p: AcceptedP = field(default_factory=AcceptedP)
     points: tuple[dict[str, float], ...] | None = None
     repetitions: int = 1
     launcher: str = "mpirun"
@@ -183,6 +188,7 @@ def check_study(data: object, path: Path) -> Study:
     study = Study(
         name=fields.name(), source=path, command=fields.text("command", required=True),
         p=tuple(p), params=params, points=points,
+        accepts_p=parse_accepted(data.get("accepts_p"), path),
         repetitions=fields.positive_int("repetitions", 1),
         launcher=fields.choice("launcher", LAUNCHERS, "mpirun"),
         launcher_args=tuple(fields.words("launcher_args")),
@@ -195,6 +201,7 @@ def check_study(data: object, path: Path) -> Study:
         app_kernel=fields.text("app_kernel"), volume_ratios=fields.ratios())
     _check_names(study, path)
     _check_unique_runs(study, path)
+    _check_accepted(study, path)
     _check_template(study.command, "command", study, path)
     for key, value in study.env.items():
         _check_template(value, f"env.{key}", study, path)
@@ -405,6 +412,15 @@ def _check_unique_runs(study: Study, path: Path) -> None:
             raise ApmtError(f"{path}: field {field!r}: the run {run.name!r} comes twice "
                             "(a value or point is repeated)")
         seen.add(run.name)
+
+
+def _check_accepted(study: Study, path: Path) -> None:
+    """The study's own runs are P its application can run."""
+    for run in study.runs():
+        if not study.accepts_p.admits(run.p):
+            where = "points" if study.points is not None and run.p not in study.p else "p"
+            raise ApmtError(f"{path}: field {where!r}: P={run.p} is not what the application "
+                            f"accepts (accepts_p: {study.accepts_p.text})")
 
 
 def _check_template(template: str, key: str, study: Study, path: Path) -> None:

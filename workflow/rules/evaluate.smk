@@ -26,6 +26,7 @@ rule evaluate_model:
         baselines=baselines,
         metrics=metrics_option,
         tolerance=config["tolerance"],
+        threshold=config["threshold"],
     log:
         "logs/{study}/evaluate.log",
     conda:
@@ -34,5 +35,5 @@ rule evaluate_model:
         "apmt evaluate {input.measurements} {params.comm} --holdout {params.holdout:q}"
         " {params.params} {params.metrics}"
         " {params.app_kernel} {params.machine} --baselines {params.baselines:q}"
-        " --tolerance {params.tolerance}"
+        " --tolerance {params.tolerance} --threshold {params.threshold}"
         " --validation {output.validation} -o {output.evaluation} > {log} 2>&1"

@@ -15,6 +15,8 @@ checkpoint refine_round:
         comm=round_comm,
         previous=previous_decisions,
         frequency=round_frequency_table,
+        # the P its application accepts (accepts_p): refinement proposes only those
+        study=profile_study_file,
     output:
         validation="results/{study}/rounds/r{round}/validation.json",
         evaluation="results/{study}/rounds/r{round}/evaluation.csv",
@@ -30,6 +32,7 @@ checkpoint refine_round:
         app_kernel=app_kernel_option,
         machine=machine_option,
         tolerance=config["tolerance"],
+        threshold=config["threshold"],
         refine=refine_options,
         frequency=frequency_table_option,
     log:
@@ -39,7 +42,7 @@ checkpoint refine_round:
     shell:
         "apmt refine round {input.measurements} {params.comm} --holdout {params.holdout:q}"
         " {params.params} {params.app_kernel} {params.machine} --tolerance {params.tolerance}"
-        " {params.refine}"
+        " --threshold {params.threshold} --study {input.study} {params.refine}"
         " {params.frequency} --frequency-solution {output.frequency_solution}"
         " --validation {output.validation} --evaluation {output.evaluation}"
         " -o {output.decision} > {log} 2>&1"
