@@ -20,6 +20,16 @@ MAX_P = 2 ** 31 - 1
 MAX_VALUE = 2.0 ** 64
 
 
+def check_file(path: str | Path, what: str = "file") -> Path:
+    """The path, if it is a file; else one line saying whether it is missing or a folder."""
+    path = Path(path)
+    if path.is_dir():
+        raise ApmtError(f"{path}: is a directory, not a {what}")
+    if not path.is_file():
+        raise ApmtError(f"{path}: no such {what}")
+    return path
+
+
 def read_text(path: str | Path) -> str:
     """A file's text; a file that is not UTF-8 (a binary, another encoding) is one line
     naming the file, the first bad byte and where it is."""

@@ -33,6 +33,7 @@ from caliperreader import CaliperReader
 from caliperreader.readererror import ReaderError
 
 from apmt.errors import ApmtError
+from apmt.inputs import check_file
 
 EXCLUSIVE_SUM = "sum#sum#time.duration"
 INCLUSIVE_SUM = "sum#inclusive#sum#time.duration"
@@ -70,8 +71,7 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, float | None]:
 
 
 def _load(path: Path) -> CaliperReader:
-    if not path.is_file():
-        raise ApmtError(f"{path}: no such file")
+    check_file(path)
     reader = CaliperReader()
     try:
         reader.read(str(path))

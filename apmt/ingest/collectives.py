@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from apmt.errors import ApmtError
+from apmt.inputs import check_file
 
 COLUMNS = {"mpi": "library", "variable": "op", "Ranks": "p", "N": "calls", "mean": "mean"}
 MICROSECOND = 1e-6
@@ -24,8 +25,7 @@ def read_collectives(paths: list[Path]) -> pd.DataFrame:
 
 
 def _read_one(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise ApmtError(f"{path}: no such file")
+    check_file(path)
     try:
         raw = pd.read_csv(path)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as error:
