@@ -40,6 +40,7 @@ import tarfile
 import tempfile
 import time
 import traceback
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -478,6 +479,7 @@ def _chunk(work: tuple[str, int, int, int, float]) -> list[Outcome]:
 
 def _limit_memory() -> None:
     logging.disable(logging.WARNING)     # the readers' warnings about dropped series
+    warnings.simplefilter("ignore")      # and pycubexr's about tar checksums
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
