@@ -371,8 +371,7 @@ def readers() -> dict[str, Reader]:
                               companions=lambda seed: sorted(seed.parent.glob("*.report.txt"))),
         "cachegrind output": Reader(cachegrind, _cachegrind, check_rows,
                                     name_of=lambda seed: seed.name.removeprefix(
-                                        "apmt-fuzz-seed-"),
-                                    companions=lambda seed: cachegrind),
+                                        "apmt-fuzz-seed-")),
         "pmpi trace": Reader(sorted(record.glob("pmpi.*.tsv")), _pmpi,
                              lambda t: check_table(t, "comm"),
                              companions=lambda seed: sorted(record.glob("pmpi.*.tsv"))),
