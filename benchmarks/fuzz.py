@@ -331,10 +331,11 @@ def _pmpi(path: Path, seed: Path) -> pd.DataFrame:
 
 
 def _run_record(path: Path, seed: Path) -> pd.DataFrame:
-    from apmt.collect.extract import _app_rows
+    from apmt.collect.extract import _app_rows, around_launcher, run_record
     from apmt.collect.study import Run
     from apmt.tables import check_table as contract
     rows = _app_rows(Run(2, {}, 1), path.parent)
+    around_launcher(run_record(path.parent))
     return contract(rows.assign(p=2, rep=1), str(path.parent), "measurements")
 
 
