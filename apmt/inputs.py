@@ -20,13 +20,28 @@ MAX_P = 2 ** 31 - 1
 MAX_VALUE = 2.0 ** 64
 
 
+def is_file(path: str | Path) -> bool:
+    """Path.is_file, False also for a name the system cannot look up (too long, say)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: str | Path) -> bool:
+    """Path.is_dir, False also for a name the system cannot look up."""
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def check_file(path: str | Path, what: str = "file") -> Path:
     """The path, if it is a file; else one line saying whether it is missing or a folder."""
     path = Path(path)
-    if path.is_dir():
-        raise ApmtError(f"{path}: is a directory, not a {what}")
-    if not path.is_file():
-        raise ApmtError(f"{path}: no such {what}")
+    if not is_file(path):
+        kind = "is a directory, not a" if is_dir(path) else "no such"
+        raise ApmtError(f"{cut(str(path))}: {kind} {what}")
     return path
 
 
@@ -76,5 +91,9 @@ def is_number(value: object, low: float = 0.0, high: float = MAX_VALUE,
 def shown(value: object, width: int = 40) -> str:
     """A value as an error message shows it: repr, cut to ``width`` characters (a 400-digit
     number or a long line stays one readable line)."""
-    text = repr(value)
+    return cut(repr(value), width)
+
+
+def cut(text: str, width: int = 200) -> str:
+    """Text cut to ``width`` characters, ``...`` marking the cut."""
     return text if len(text) <= width else text[:width - 3] + "..."

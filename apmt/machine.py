@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 from apmt.errors import ApmtError
-from apmt.inputs import is_number, read_yaml, shown
+from apmt.inputs import cut, is_dir, is_file, is_number, read_yaml, shown
 from apmt.resources import shipped
 
 LATENCY_LEVELS = ("l1", "l2", "llc", "memory")
@@ -30,14 +30,14 @@ def shipped_machines() -> list[str]:
 def load_machine(name_or_path: str | Path) -> dict:
     """Read and check a machine file; raises ApmtError naming the file and field."""
     path = Path(name_or_path)
-    if not path.exists():
-        shipped = resources.files("apmt") / "data" / "machines" / f"{name_or_path}.yaml"
-        if not shipped.is_file():
-            raise ApmtError(f"{name_or_path}: no such machine file (shipped: "
-                            f"{', '.join(shipped_machines())})")
-        path = Path(str(shipped))
-    if path.is_dir():
+    if is_dir(path):
         raise ApmtError(f"{path}: is a directory, not a machine file")
+    if not is_file(path):
+        shipped = Path(str(resources.files("apmt") / "data" / "machines"))
+        path = shipped / f"{name_or_path}.yaml"
+        if not is_file(path):
+            raise ApmtError(f"{cut(str(name_or_path))}: no such machine file "
+                            f"(shipped: {', '.join(shipped_machines())})")
     return check_machine(read_yaml(path), str(path))
 
 
