@@ -163,7 +163,7 @@ def _numeric_column(column: pd.Series, name: str, source: str) -> pd.Series:
     """A column as numbers: every cell a finite number within its column's bounds (see
     ``INTEGER_BOUNDS``, ``apmt.inputs.MAX_VALUE``); NaN only where ``_check_values`` or the
     column allows it. ``true`` is not a number, though pandas would read it as 1."""
-    values = _as_numbers(column)
+    values = as_numbers(column)
     bad = (values.isna() & column.notna()) | column.map(_is_flag).to_numpy(dtype=bool)
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
@@ -195,7 +195,7 @@ def _numeric_column(column: pd.Series, name: str, source: str) -> pd.Series:
     return values.astype("float64")
 
 
-def _as_numbers(column: pd.Series) -> pd.Series:
+def as_numbers(column: pd.Series) -> pd.Series:
     """pandas' numbers of a column; cell by cell when a whole number is too large for a
     float (hundreds of digits), which then is NaN like any other bad cell."""
     try:

@@ -11,7 +11,8 @@ flips, truncations, deleted or doubled lines, a number replaced by a huge, negat
 infinite or malformed one, another encoding, inserted bytes (a cube profile: its members
 mutated and packed again, or the archive itself). Every input ends in one of:
 
-    rejected   apmt.errors.ApmtError: the one line the user sees
+    rejected   apmt.errors.ApmtError: the one line the user sees, naming the input
+    unnamed    an ApmtError whose line does not name the input's file or folder
     accepted   the reader returned, and what it returned holds no garbage
     garbage    the reader returned something no real file gives (NaN, infinite, negative or
                absurd numbers, P beyond 2**31, ...): see ``check_*`` below
@@ -64,6 +65,9 @@ NUMBERS = ("9" * 400, "-1", "-7.5", "0", "nan", "NaN", ".nan", "inf", "-inf", ".
 NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 HASWELL_EP = ("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 63\n"
               "model name\t: Intel(R) Xeon(R) CPU E5-2698 v3 @ 2.30GHz\n\n")
+
+
+BAD = ("uncaught", "hang", "garbage", "unnamed")     # what must not happen
 
 
 class Hang(Exception):
@@ -430,6 +434,8 @@ def run_one(name: str, reader: Reader, index: int, base_seed: int, workdir: Path
         message = str(error)
         if "\n" in message or not message.strip():
             return Outcome("uncaught", how, f"ApmtError not one line: {message[:200]!r}")
+        if str(folder) not in message:
+            return Outcome("unnamed", how, message)
         return Outcome("rejected", how, message)
     except Hang:
         return Outcome("hang", how, f"over {time_limit:g} s")
@@ -468,7 +474,7 @@ class Tally:
     def add(self, outcomes: list[Outcome]) -> None:
         for outcome in outcomes:
             self.counts[outcome.kind] += 1
-            if outcome.kind in ("uncaught", "garbage", "hang"):
+            if outcome.kind in BAD:
                 self.examples.setdefault(outcome.kind, []).append(outcome)
 
 
@@ -503,13 +509,13 @@ def run(names: list[str], inputs: int, jobs: int, base_seed: int, time_limit: fl
 
 
 def table(tallies: dict[str, Tally]) -> str:
-    lines = ["| reader | inputs | rejected | accepted | uncaught | hangs | garbage | time |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| reader | inputs | rejected | accepted | uncaught | hangs | garbage | unnamed "
+             "| time |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, tally in tallies.items():
         c = tally.counts
         lines.append(f"| {name} | {sum(c.values()):,} | {c['rejected']:,} | {c['accepted']:,} "
                      f"| {c['uncaught']:,} | {c['hang']:,} | {c['garbage']:,} "
-                     f"| {tally.seconds:.0f} s |")
+                     f"| {c['unnamed']:,} | {tally.seconds:.0f} s |")
     for name, tally in tallies.items():
         for kind, outcomes in tally.examples.items():
             kinds = Counter(o.detail.split(" (")[0][:90] for o in outcomes)
@@ -535,8 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown reader {unknown[0]!r} (known: {', '.join(readers())})")
     tallies = run(names, args.inputs, args.jobs, args.seed, args.time_limit)
     print(table(tallies))
-    bad = sum(t.counts["uncaught"] + t.counts["hang"] + t.counts["garbage"]
-              for t in tallies.values())
+    bad = sum(t.counts[kind] for t in tallies.values() for kind in BAD)
     return 1 if bad else 0
 
 

@@ -221,13 +221,12 @@ def _read_trace(path: Path, rank: int) -> Trace:
 def _read_header(path: Path, rank: int, lines: list[str]) -> Trace:
     match = HEADER.fullmatch(lines[0]) if lines else None
     if match is None:
-        shown = repr(lines[0][:80]) if lines else "nothing"
+        found = shown(lines[0], 80) if lines else "nothing"
         raise ApmtError(f"{path}:1: expected '# apmt-pmpi 1 rank=<r> size=<P> pid=<pid> "
-                        f"host=<host>', found {shown}")
+                        f"host=<host>', found {found}")
     trace = Trace(int(match[1]), int(match[2]), int(match[3]), match[4])
     if not 1 <= trace.size <= MAX_P:
-        raise ApmtError(f"{path}:1: size={shown(trace.size)} is not a process count from 1 to "
-                        f"{MAX_P}")
+        raise ApmtError(f"{path}:1: size={trace.size} is not a process count from 1 to {MAX_P}")
     if trace.rank != rank or trace.rank >= trace.size:
         raise ApmtError(f"{path}:1: rank={trace.rank} size={trace.size} does not fit the "
                         f"file name (rank {rank})")
