@@ -205,9 +205,13 @@ def as_numbers(column: pd.Series) -> pd.Series:
 
 
 def _number_or_nan(value: object) -> float:
+    """A cell as a float: infinite when too large for one (then refused as such), NaN when
+    no number."""
     try:
         return float(value)
-    except (OverflowError, TypeError, ValueError):
+    except OverflowError:
+        return float("-inf") if str(value).lstrip().startswith("-") else float("inf")
+    except (TypeError, ValueError):
         return float("nan")
 
 

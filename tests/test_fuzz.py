@@ -39,12 +39,13 @@ def _load_fuzz():
 
 fuzz = _load_fuzz()
 # inputs per reader: a few hundred; fewer where one input takes long (a 440 kB cachegrind file)
-INPUTS = {"cachegrind output": 80, "machine": 200, "cube": 200}
+INPUTS = {"cachegrind output": 40, "machine": 150, "event file": 150, "perf output": 150}
 
 
+@pytest.mark.filterwarnings("ignore:Detected invalid checksum")   # pycubexr, damaged tars
 @pytest.mark.parametrize("reader", list(fuzz.readers()))
 def test_mutated_inputs_end_in_one_line_or_good_data(reader: str) -> None:
-    outcomes = fuzz.fuzz(reader, INPUTS.get(reader, 300), base_seed=1717, time_limit=10)
+    outcomes = fuzz.fuzz(reader, INPUTS.get(reader, 200), base_seed=1717, time_limit=10)
     counts = Counter(outcome.kind for outcome in outcomes)
     bad = [f"{o.kind}: {o.detail} [{o.how}]" for o in outcomes if o.kind in fuzz.BAD]
     assert not bad, "\n".join(bad[:10])
@@ -98,7 +99,7 @@ def measurements(tmp_path: Path, rows: str) -> Path:
     ("solve,time,inf,1.0\n", "column 'p': inf is not a whole number"),
     ("solve,time,4,1e308\n", "column 'value': 1e+308 is not a finite number of at most"),
     ("solve,time,4,inf\n", "column 'value': inf is not a finite number"),
-    (f"solve,time,4,{'9' * 400}\n", "column 'value': '99999999"),
+    (f"solve,time,4,{'9' * 400}\n", "column 'value': 999999999"),
     ("solve,time,4,true\nsolve,time,8,false\n", "column 'value': True is not a number"),
 ])
 def test_absurd_numbers_in_a_table_are_named(tmp_path: Path, rows: str, expected: str) -> None:
@@ -170,7 +171,9 @@ def test_a_caliper_node_that_is_its_own_parent_is_refused(tmp_path: Path) -> Non
 def test_a_caliper_value_of_null_is_named(tmp_path: Path) -> None:
     text = (DATA / "lulesh_caliper_opal" / "27_cores.cali").read_text()
     path = tmp_path / "27_cores.cali"
-    path.write_text(text.replace("=0.053702\n", "=null\n", 1))
+    record = "ref=36=101,attr=86=89=92=96=94=99,data=0.000218=0.004587=0.001465=0.039554=27="
+    assert record + "0.039554\n" in text                  # a region's sum over the ranks
+    path.write_text(text.replace(record + "0.039554\n", record + "null\n"))
     with pytest.raises(ApmtError) as error:
         import_profiles("caliper", [path])
     assert "is 'null', not a finite number" in one_line(error)
@@ -178,7 +181,7 @@ def test_a_caliper_value_of_null_is_named(tmp_path: Path) -> None:
 
 def test_a_cube_profile_claiming_2_to_62_blocks_is_refused_before_decompressing(
         tmp_path: Path) -> None:
-    source = DATA / "scorep_cube_sample" / "lulesh.p27.size25.r1" / "profile.cubex"
+    source = DATA / "scorep_counters" / "mm_cubeset" / "mm.x1y1z1.r1" / "profile.cubex"
     with tarfile.open(source) as tar:
         members = [(m, tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile()]
     damaged = 0
@@ -190,7 +193,7 @@ def test_a_cube_profile_claiming_2_to_62_blocks_is_refused_before_decompressing(
                 damaged += 1
             tar.addfile(member, io.BytesIO(content))
     assert damaged
-    run = tmp_path / "lulesh.p27.size25.r1"
+    run = tmp_path / "mm.x1y1z1.r1"
     run.mkdir()
     (run / "profile.cubex").write_bytes(out.getvalue())
     with pytest.raises(ApmtError) as error:
