@@ -20,6 +20,10 @@ communication: one row per MPI operation and run (and rank, and peer when known)
     library  str    optional: MPI library, when a file mixes several
     rep, rank, peer int  optional
 
+Every number is finite: p a whole number from 1 to 2**31 - 1, rep and rank whole numbers >= 0
+(rank below p), peer >= -3, parameters >= 0, value, calls, bytes and time >= 0 and at most
+2**64 (apmt.inputs.MAX_VALUE); ``true`` is no number. bytes alone may be NaN (not known).
+
 measurements may hold a kernel ``<app>``: the measured application (wall) time per rank.
 
 kernels (model.json "kernels"): one row per kernel, from apmt.kernels.classify.
@@ -118,6 +122,10 @@ def check_table(table: pd.DataFrame, source: str, kind: str = "measurements",
     for column in numeric:
         out[column] = _numeric_column(table[column], column, source)
     for column in [c for c in text_columns if c in table.columns]:
+        empty = (table[column].isna() | table[column].astype(str).str.strip().eq("")).to_numpy()
+        if empty.any():
+            row = int(np.flatnonzero(empty)[0])
+            raise ApmtError(f"{source}: row {row + 2}, column {column!r} is empty")
         out[column] = table[column].astype(str)
     _check_values(out, source, kind)
     return _number_repetitions(out, kind)

@@ -8,18 +8,19 @@ costs one line of error instead of an hour of runs. Fields:
                     (``{size}``) and ``{run_dir}`` (the run's folder, also its working
                     directory); one program with its arguments, optionally ``< file`` for
                     its standard input (no ``;``, ``&&``, ``|`` or ``>``)
-    p               process counts, e.g. [1, 2, 4]
+    p               process counts, e.g. [1, 2, 4] (at most 2**31 - 1, MPI's int)
     params          parameter name -> values; the runs are the product of these with ``p``
     points          instead of params: a list of parameter mappings; a point that gives ``p``
                     is one run at that P, the others are combined with every value in ``p``
-    repetitions     runs per point (default 1)
+    repetitions     runs per point (default 1, at most 1,000; a study makes at most 100,000
+                    runs in all)
     launcher        mpirun (default), mpiexec or srun
     launcher_args   further words for the launcher, e.g. [--bind-to, core]
     srun_mpi        srun's --mpi plugin, e.g. pmix (srun only)
     backend         perf-events, perf-clock, cachegrind, auto (default) or none
     metrics         the abstract metrics to measure (default: the backend's choice)
     machine         machine file or shipped machine name (apmt.machine)
-    timeout_s       time limit of one run in seconds (default 3600)
+    timeout_s       time limit of one run in seconds (default 3600, at most 1e7)
     env             variables set for every rank (values may use the placeholders)
     setup           files the command needs, copied into each run's folder (paths relative
                     to the study file; checked to exist before the runs, not on loading)
