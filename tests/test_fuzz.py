@@ -258,3 +258,10 @@ def test_a_cut_run_record_is_called_damaged(tmp_path: Path) -> None:
     with pytest.raises(ApmtError) as error:
         _app_rows(Run(2, {}, 1), run)
     assert "field 'wall_time_s' is -0.41" in one_line(error)
+
+
+def test_diagnose_of_a_missing_folder_says_so(tmp_path: Path, cli) -> None:
+    run = cli("diagnose", tmp_path / "results" / "lammps", "--results", tmp_path / "r")
+    assert run.code == 2
+    assert run.err.strip() == (f"apmt: error: {tmp_path / 'results' / 'lammps'}: no such "
+                               "study folder, nor a program")
