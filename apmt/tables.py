@@ -172,7 +172,7 @@ def _numeric_column(column: pd.Series, name: str, source: str) -> pd.Series:
     ``INTEGER_BOUNDS``, ``apmt.inputs.MAX_VALUE``); NaN only where ``_check_values`` or the
     column allows it. ``true`` is not a number, though pandas would read it as 1."""
     values = as_numbers(column)
-    bad = (values.isna() & column.notna()) | column.map(_is_flag).to_numpy(dtype=bool)
+    bad = (values.isna() & column.notna()) | _flags(column)
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise ApmtError(f"{source}: row {row + 2}, column {name!r}: "
@@ -223,8 +223,12 @@ def _number_or_nan(value: object) -> float:
         return float("nan")
 
 
-def _is_flag(value: object) -> bool:
-    return isinstance(value, bool | np.bool_)
+def _flags(column: pd.Series) -> np.ndarray:
+    """Which cells are true/false; only a bool or mixed column can hold one (fast path for
+    the numeric columns of a large table)."""
+    if column.dtype != bool and column.dtype != object:
+        return np.zeros(len(column), dtype=bool)
+    return column.map(lambda value: isinstance(value, bool | np.bool_)).to_numpy(dtype=bool)
 
 
 def _cell(value: object) -> str:
