@@ -9,12 +9,17 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from apmt.errors import ApmtError
+from apmt.inputs import cut, is_dir, is_file, is_number, read_yaml, shown
 from apmt.resources import shipped
 
 LATENCY_LEVELS = ("l1", "l2", "llc", "memory")
+MAX_GHZ = 100.0                 # no CPU clock comes near; a larger number is a typo or damage
+MAX_CYCLES = 1e7                # a latency or penalty of more than 10 ms is no latency
+MAX_CACHE_BYTES = 2 ** 50       # a petabyte of cache
+# optional groups of numbers: field -> (largest value, whole numbers only)
+OPTIONAL_GROUPS = {"latency_ns": (MAX_CYCLES, False), "penalty_cycles": (MAX_CYCLES, False),
+                   "cache_bytes": (MAX_CACHE_BYTES, True), "cache_assoc": (1e6, True)}
 
 
 def shipped_machines() -> list[str]:
@@ -25,36 +30,52 @@ def shipped_machines() -> list[str]:
 def load_machine(name_or_path: str | Path) -> dict:
     """Read and check a machine file; raises ApmtError naming the file and field."""
     path = Path(name_or_path)
-    if not path.exists():
-        shipped = resources.files("apmt") / "data" / "machines" / f"{name_or_path}.yaml"
-        if not shipped.is_file():
-            raise ApmtError(f"{name_or_path}: no such machine file (shipped: "
-                            f"{', '.join(shipped_machines())})")
-        path = Path(str(shipped))
-    try:
-        machine = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise ApmtError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
-    return check_machine(machine, str(path))
+    if is_dir(path):
+        raise ApmtError(f"{path}: is a directory, not a machine file")
+    if not is_file(path):
+        shipped = Path(str(resources.files("apmt") / "data" / "machines"))
+        path = shipped / f"{name_or_path}.yaml"
+        if not is_file(path):
+            raise ApmtError(f"{cut(str(name_or_path))}: no such machine file "
+                            f"(shipped: {', '.join(shipped_machines())})")
+    return check_machine(read_yaml(path), str(path))
 
 
 def check_machine(machine: object, source: str) -> dict:
+    """The fields apmt computes with are finite, positive and plausible: NaN or infinity
+    would pass into every model and diagnosis."""
     if not isinstance(machine, dict):
         raise ApmtError(f"{source}: a machine file is a mapping of fields")
     frequency = machine.get("frequency_ghz")
-    if not isinstance(frequency, int | float) or frequency <= 0:
-        raise ApmtError(f"{source}: field 'frequency_ghz' must be a positive number, "
-                        f"not {frequency!r}")
+    if not is_number(frequency, high=MAX_GHZ):
+        raise ApmtError(f"{source}: field 'frequency_ghz' must be a number of GHz in "
+                        f"(0, {MAX_GHZ:g}], not {shown(frequency)}")
     latencies = machine.get("latency_cycles")
     if not isinstance(latencies, dict):
         raise ApmtError(f"{source}: field 'latency_cycles' must map {', '.join(LATENCY_LEVELS)}"
                         " to cycles")
     for level in LATENCY_LEVELS:
         value = latencies.get(level)
-        if not isinstance(value, int | float) or value <= 0:
-            raise ApmtError(f"{source}: field 'latency_cycles.{level}' must be a positive "
-                            f"number, not {value!r}")
+        if not is_number(value, high=MAX_CYCLES):
+            raise ApmtError(f"{source}: field 'latency_cycles.{level}' must be a number of "
+                            f"cycles in (0, {MAX_CYCLES:g}], not {shown(value)}")
+    for group, (high, whole) in OPTIONAL_GROUPS.items():
+        _check_group(machine.get(group), group, high, whole, source)
     return machine
+
+
+def _check_group(values: object, group: str, high: float, whole: bool, source: str) -> None:
+    """An optional mapping of numbers (cache sizes, penalties): absent, or all good."""
+    if values is None:
+        return
+    if not isinstance(values, dict):
+        raise ApmtError(f"{source}: field {group!r} must map names to numbers, "
+                        f"not {shown(values)}")
+    for key, value in values.items():
+        if not is_number(value, high=high) or (whole and not isinstance(value, int)):
+            kind = "a whole number" if whole else "a number"
+            raise ApmtError(f"{source}: field '{group}.{key}' must be {kind} in (0, {high:g}], "
+                            f"not {shown(value)}")
 
 
 def hertz(machine: dict) -> float:

@@ -20,6 +20,10 @@ communication: one row per MPI operation and run (and rank, and peer when known)
     library  str    optional: MPI library, when a file mixes several
     rep, rank, peer int  optional
 
+Every number is finite: p a whole number from 1 to 2**31 - 1, rep and rank whole numbers >= 0
+(rank below p), peer >= -3, parameters >= 0, value, calls, bytes and time >= 0 and at most
+2**64 (apmt.inputs.MAX_VALUE); ``true`` is no number. bytes alone may be NaN (not known).
+
 measurements may hold a kernel ``<app>``: the measured application (wall) time per rank.
 
 kernels (model.json "kernels"): one row per kernel, from apmt.kernels.classify.
@@ -59,6 +63,7 @@ import numpy as np
 import pandas as pd
 
 from apmt.errors import ApmtError
+from apmt.inputs import MAX_P, MAX_VALUE, shown
 
 TIME_METRIC = "time"
 COUNTER_METRICS = (
@@ -74,6 +79,9 @@ MEASUREMENT_REQUIRED = ("kernel", "metric", "p", "value")
 COMM_KEYS = ("op", "library")
 COMM_REQUIRED = ("op", "calls", "bytes", "time", "p")
 OPTIONAL_INTEGER = ("rep", "rank", "peer")
+# whole-number columns and their bounds (peer: -1 none, -2 any source, -3 MPI_PROC_NULL)
+INTEGER_BOUNDS = {"p": (1, MAX_P), "rep": (0, MAX_P), "rank": (0, MAX_P - 1),
+                  "peer": (-3, MAX_P - 1)}
 TIME_UNITS_IN_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 
@@ -118,6 +126,10 @@ def check_table(table: pd.DataFrame, source: str, kind: str = "measurements",
     for column in numeric:
         out[column] = _numeric_column(table[column], column, source)
     for column in [c for c in text_columns if c in table.columns]:
+        empty = (table[column].isna() | table[column].astype(str).str.strip().eq("")).to_numpy()
+        if empty.any():
+            row = int(np.flatnonzero(empty)[0])
+            raise ApmtError(f"{source}: row {row + 2}, column {column!r} is empty")
         out[column] = table[column].astype(str)
     _check_values(out, source, kind)
     return _number_repetitions(out, kind)
@@ -160,24 +172,72 @@ def _normalise_units(table: pd.DataFrame, source: str, kind: str) -> pd.DataFram
 
 
 def _numeric_column(column: pd.Series, name: str, source: str) -> pd.Series:
-    values = pd.to_numeric(column, errors="coerce")
-    bad = values.isna() & column.notna()
+    """A column as numbers: every cell a finite number within its column's bounds (see
+    ``INTEGER_BOUNDS``, ``apmt.inputs.MAX_VALUE``); NaN only where ``_check_values`` or the
+    column allows it. ``true`` is not a number, though pandas would read it as 1."""
+    values = as_numbers(column)
+    bad = (values.isna() & column.notna()) | _flags(column)
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise ApmtError(f"{source}: row {row + 2}, column {name!r}: "
-                        f"{_shown(column.iloc[row])!r} is not a number")
-    if name in ("p", *OPTIONAL_INTEGER) and values.notna().all():
-        if (values != values.round()).any():
-            row = int(np.flatnonzero((values != values.round()).to_numpy())[0])
+                        f"{_cell(column.iloc[row])} is not a number")
+    numbers = values.to_numpy(dtype=float)
+    low, high = INTEGER_BOUNDS.get(name, (None, MAX_VALUE))
+    outside = ~np.isnan(numbers) & ((numbers > high) | (numbers < (low if low is not None
+                                                                   else -np.inf)))
+    outside |= np.isinf(numbers)
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        span = (f"whole number from {low} to {high}" if low is not None
+                else f"finite number of at most {high:.3g}")
+        raise ApmtError(f"{source}: row {row + 2}, column {name!r}: "
+                        f"{_cell(column.iloc[row])} is not a {span}")
+    if name in INTEGER_BOUNDS:
+        missing = np.isnan(numbers)
+        if missing.any() and name != "p":        # p's NaN is named with its series below
+            row = int(np.flatnonzero(missing)[0])
+            raise ApmtError(f"{source}: row {row + 2}, column {name!r} is empty")
+        if missing.any():
+            return values.astype("float64")
+        if (numbers != np.round(numbers)).any():
+            row = int(np.flatnonzero(numbers != np.round(numbers))[0])
             raise ApmtError(f"{source}: row {row + 2}, column {name!r}: "
-                            f"{_shown(column.iloc[row])!r} is not a whole number")
+                            f"{_cell(column.iloc[row])} is not a whole number")
         return values.astype("int64")
     return values.astype("float64")
 
 
-def _shown(value: object) -> object:
-    """A cell as the user wrote it: ``-2.0``, not numpy's ``np.float64(-2.0)``."""
-    return value.item() if isinstance(value, np.generic) else value
+def as_numbers(column: pd.Series) -> pd.Series:
+    """pandas' numbers of a column; cell by cell when a whole number is too large for a
+    float (hundreds of digits), which then is NaN like any other bad cell."""
+    try:
+        return pd.to_numeric(column, errors="coerce")
+    except (OverflowError, TypeError, ValueError):
+        return pd.to_numeric(column.map(_number_or_nan), errors="coerce")
+
+
+def _number_or_nan(value: object) -> float:
+    """A cell as a float: infinite when too large for one (then refused as such), NaN when
+    no number."""
+    try:
+        return float(value)
+    except OverflowError:
+        return float("-inf") if str(value).lstrip().startswith("-") else float("inf")
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _flags(column: pd.Series) -> np.ndarray:
+    """Which cells are true/false; only a bool or mixed column can hold one (fast path for
+    the numeric columns of a large table)."""
+    if column.dtype != bool and column.dtype != object:
+        return np.zeros(len(column), dtype=bool)
+    return column.map(lambda value: isinstance(value, bool | np.bool_)).to_numpy(dtype=bool)
+
+
+def _cell(value: object) -> str:
+    """A cell as the user wrote it (``-2.0``, not numpy's ``np.float64(-2.0)``), cut short."""
+    return shown(value.item() if isinstance(value, np.generic) else value)
 
 
 def _check_values(table: pd.DataFrame, source: str, kind: str) -> None:
@@ -199,9 +259,40 @@ def _check_values(table: pd.DataFrame, source: str, kind: str) -> None:
             bad = values < 0
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            what = "zero time" if values[row] == 0 else f"negative {column}"
+            if column == "p":
+                what = f"p must be at least 1, not {float(values[row])!r}"
+            elif values[row] == 0:
+                what = f"zero time {float(values[row])!r}"
+            else:
+                what = f"negative {column} {float(values[row])!r}"
             raise ApmtError(f"{source}: row {row + 2}, {_describe_row(table, row, kind)}: "
-                            f"{what} {float(values[row])!r}")
+                            f"{what}")
+    _check_parameters(table, source, kind)
+
+
+def _check_parameters(table: pd.DataFrame, source: str, kind: str) -> None:
+    """Parameters (a problem size, ...) are measured quantities too: not NaN or negative;
+    bytes may be unknown (NaN) but not negative; ranks lie below P."""
+    if kind != "measurements":
+        negative = (table["bytes"] < 0).to_numpy()
+        if negative.any():
+            row = int(np.flatnonzero(negative)[0])
+            raise ApmtError(f"{source}: row {row + 2}, {_describe_row(table, row, kind)}: "
+                            f"negative bytes {float(table['bytes'].iloc[row])!r}")
+    for column in parameter_columns(table, kind):
+        values = table[column].to_numpy(dtype=float)
+        bad = np.isnan(values) | (values < 0)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ApmtError(f"{source}: row {row + 2}, {_describe_row(table, row, kind)}: "
+                            f"parameter {column!r} is {float(values[row])!r}, not a number "
+                            ">= 0")
+    if "rank" in table.columns:
+        beyond = (table["rank"] >= table["p"]).to_numpy()
+        if beyond.any():
+            row = int(np.flatnonzero(beyond)[0])
+            raise ApmtError(f"{source}: row {row + 2}, {_describe_row(table, row, kind)}: "
+                            f"rank {table['rank'].iloc[row]} is not below p")
 
 
 def _describe_row(table: pd.DataFrame, row: int, kind: str) -> str:

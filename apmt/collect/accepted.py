@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apmt.errors import ApmtError
+from apmt.inputs import MAX_P
 
 FORMS = ("any", "powers_of_two", "squares", "cubes")
 KEYS = ("form", "values", "max")
@@ -95,6 +96,6 @@ def _process_counts(values: object, fail) -> tuple[int, ...]:
     if not isinstance(values, list) or not values:
         raise fail(values, "is not a non-empty list of process counts")
     for item in values:
-        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= 2**31:
-            raise fail(item, "is not a whole number from 1 to 2^31")
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_P:
+            raise fail(item, f"is not a whole number from 1 to {MAX_P}")
     return tuple(sorted(set(values)))

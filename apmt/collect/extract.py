@@ -26,6 +26,7 @@ from apmt import __version__
 from apmt.collect.backends.base import Backend
 from apmt.collect.runner import (
     DONE,
+    RUN_JSON,
     backend_passes,
     make_backends,
     needs_pass,
@@ -36,12 +37,14 @@ from apmt.collect.runner import (
 )
 from apmt.collect.study import Run, Study
 from apmt.errors import ApmtError
+from apmt.inputs import is_number, shown
 from apmt.tables import APP_KERNEL, TIME_METRIC, check_table, write_table, write_text_atomic
 
 log = logging.getLogger("apmt")
 
 MEASUREMENTS, COMMUNICATION = "measurements.csv", "comm.csv"
 PROVENANCE = f"{MEASUREMENTS}.provenance.json"   # beside the table, where apmt fit reads it
+MAX_WALL_S = 1e9                                 # 30 years: a longer wall time is damage
 
 
 def output_dir(results_dir: str | Path, study: Study) -> Path:
@@ -148,12 +151,27 @@ def _parsed(backend: Backend, run_dir: Path) -> pd.DataFrame:
     return rows[["kernel", "metric", "rank", "value"]]
 
 
+def run_record(run_dir: Path) -> dict:
+    """A finished run's record (``run.json``), read for extraction: {} when there is none, and
+    one line calling it damaged when it is not a JSON object (cut short, edited, binary)."""
+    path = Path(run_dir) / RUN_JSON
+    if not path.exists():
+        return {}
+    info = read_run_json(run_dir)
+    if not isinstance(info, dict):
+        raise ApmtError(f"{path}: damaged run record (not a JSON object; was it cut short or "
+                        "edited?)")
+    return info
+
+
 def _app_rows(run: Run, run_dir: Path) -> pd.DataFrame:
     """The run's wall time as kernel ``<app>``, once per rank."""
-    info = read_run_json(run_dir) or {}
-    wall = info.get("wall_time_s")
+    wall = run_record(run_dir).get("wall_time_s")
     if wall is None:
-        raise ApmtError(f"{run_dir / 'run.json'}: no wall time recorded")
+        raise ApmtError(f"{run_dir / RUN_JSON}: no wall time recorded")
+    if not is_number(wall, high=MAX_WALL_S):
+        raise ApmtError(f"{run_dir / RUN_JSON}: field 'wall_time_s' is {shown(wall)}, not a "
+                        f"number of seconds in (0, {MAX_WALL_S:g}]")
     return pd.DataFrame({"kernel": APP_KERNEL, "metric": TIME_METRIC,
                          "rank": range(run.p), "value": float(wall)})
 
@@ -162,7 +180,7 @@ def _communication(runs: list[tuple[Run, list[Path]]], study: Study) -> pd.DataF
     """PMPI rows of the traced pass of every run."""
     frames = []
     for run, dirs in runs:
-        traced = [d for d in dirs if d is not None and (read_run_json(d) or {}).get("trace_mpi")]
+        traced = [d for d in dirs if d is not None and run_record(d).get("trace_mpi") is True]
         if not traced:
             continue
         from apmt.collect import pmpi
@@ -183,16 +201,20 @@ def _communication(runs: list[tuple[Run, list[Path]]], study: Study) -> pd.DataF
 def around_launcher(info: dict) -> list[str]:
     """The words of a measuring tool that ran once around the whole launcher (apmt's choice
     on a single host, see apmt.collect.launch); empty when each rank had its own."""
-    words = info.get("command", {}).get("launcher") or []
-    program = str(info.get("versions", {}).get("launcher", "")).split(":", 1)[0]
-    return list(words[:words.index(program)]) if program in words else []
+    command, versions = info.get("command"), info.get("versions")
+    words = (command.get("launcher") if isinstance(command, dict) else None) or []
+    launcher = versions.get("launcher", "") if isinstance(versions, dict) else ""
+    program = str(launcher).split(":", 1)[0]
+    if not isinstance(words, list) or program not in words:
+        return []
+    return [str(word) for word in words[:words.index(program)]]
 
 
 def provenance(study: Study, runs: list[tuple[Run, list[Path]]], backends: list[Backend],
                machine: dict | None) -> dict:
     """Where the tables came from: the study, tools, hosts, versions and the runs."""
     timing = timing_pass(backends)
-    infos = [(dirs, read_run_json(dirs[timing]) or {}) for _, dirs in runs]
+    infos = [(dirs, run_record(dirs[timing])) for _, dirs in runs]
     return {
         "apmt_version": __version__,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apmt.errors import ApmtError
+from apmt.inputs import read_text
 
 WRAPPER = "run.sh"
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "PMIX_RANK")
@@ -213,8 +214,8 @@ def rank_pids(run_dir: Path) -> dict[int, int]:
     pids = {}
     for path in Path(run_dir).glob(PID_FILE.format(rank="*")):
         rank = path.name.split(".")[1]
-        text = path.read_text().strip()
-        if not rank.isdigit() or not text.isdigit():
+        text = read_text(path).strip()
+        if not re.fullmatch("[0-9]{1,9}", rank) or not re.fullmatch("[0-9]{1,10}", text):
             raise ApmtError(f"{path}: expected a process id, found {text[:40]!r}")
         pids[int(rank)] = int(text)
     if not pids:

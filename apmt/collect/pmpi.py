@@ -35,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from apmt.errors import ApmtError
+from apmt.inputs import MAX_P, MAX_VALUE, read_text, shown
 from apmt.tables import write_atomic, write_text_atomic
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "pmpi"
@@ -44,7 +45,8 @@ DIRECTORY_VARIABLE = "APMT_PMPI_DIR"
 MPICC_MISSING = "mpicc not found: install Open MPI's development package (Debian: libopenmpi-dev)"
 
 TRACE_NAME = re.compile(r"pmpi\.(\d+)\.tsv")
-HEADER = re.compile(r"# apmt-pmpi 1 rank=(\d+) size=(\d+) pid=(\d+) host=(\S+)")
+HEADER = re.compile(r"# apmt-pmpi 1 rank=([0-9]{1,12}) size=([0-9]{1,12}) pid=([0-9]{1,12}) "
+                    r"host=(\S+)")
 COLUMNS_LINE = "op\tpeer\tcalls\tbytes\ttime"
 END_LINE = "# end"
 OPERATION = re.compile(r"MPI_[A-Za-z_]+")
@@ -193,7 +195,8 @@ def _check_complete(run_dir: Path, traces: list[Trace]) -> None:
             raise ApmtError(f"{run_dir}: pmpi.{trace.rank}.tsv says size={trace.size} but "
                             f"pmpi.{first.rank}.tsv size={first.size}: traces of different runs")
     ranks = {trace.rank for trace in traces}
-    missing = [rank for rank in range(first.size) if rank not in ranks]
+    # some rank below len(ranks) + 1 is missing when any is: no walk over a size of 2**31
+    missing = [rank for rank in range(min(first.size, len(ranks) + 10)) if rank not in ranks]
     if missing:
         shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
         raise ApmtError(f"{run_dir}: no MPI trace of rank {shown} of {first.size}: a rank "
@@ -201,10 +204,7 @@ def _check_complete(run_dir: Path, traces: list[Trace]) -> None:
 
 
 def _read_trace(path: Path, rank: int) -> Trace:
-    try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise ApmtError(f"{path}: cannot read ({error})") from None
+    lines = read_text(path).splitlines()
     trace = _read_header(path, rank, lines)
     if len(lines) < 3 or lines[-1] != END_LINE:
         raise ApmtError(f"{path}: no '{END_LINE}' line at the end: the trace is incomplete")
@@ -221,10 +221,12 @@ def _read_trace(path: Path, rank: int) -> Trace:
 def _read_header(path: Path, rank: int, lines: list[str]) -> Trace:
     match = HEADER.fullmatch(lines[0]) if lines else None
     if match is None:
-        shown = repr(lines[0][:80]) if lines else "nothing"
+        found = shown(lines[0], 80) if lines else "nothing"
         raise ApmtError(f"{path}:1: expected '# apmt-pmpi 1 rank=<r> size=<P> pid=<pid> "
-                        f"host=<host>', found {shown}")
+                        f"host=<host>', found {found}")
     trace = Trace(int(match[1]), int(match[2]), int(match[3]), match[4])
+    if not 1 <= trace.size <= MAX_P:
+        raise ApmtError(f"{path}:1: size={trace.size} is not a process count from 1 to {MAX_P}")
     if trace.rank != rank or trace.rank >= trace.size:
         raise ApmtError(f"{path}:1: rank={trace.rank} size={trace.size} does not fit the "
                         f"file name (rank {rank})")
@@ -250,4 +252,7 @@ def _parse_row(path: Path, number: int, line: str) -> tuple[str, int, int, int, 
                         f"found {peer!r}, {calls!r}, {volume!r}, {time!r}") from None
     if numbers[0] < -3 or min(numbers[1:]) < 0 or not math.isfinite(numbers[3]):
         raise ApmtError(f"{where}: peer below -3, or a negative or NaN count, size or time")
+    if numbers[0] >= MAX_P or max(numbers[1:]) > MAX_VALUE:
+        raise ApmtError(f"{where}: peer, count, size or time beyond any real run "
+                        f"({shown(peer)}, {shown(calls)}, {shown(volume)}, {shown(time)})")
     return (op, *numbers)

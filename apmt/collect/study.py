@@ -8,21 +8,22 @@ costs one line of error instead of an hour of runs. Fields:
                     (``{size}``) and ``{run_dir}`` (the run's folder, also its working
                     directory); one program with its arguments, optionally ``< file`` for
                     its standard input (no ``;``, ``&&``, ``|`` or ``>``)
-    p               process counts, e.g. [1, 2, 4]
+    p               process counts, e.g. [1, 2, 4] (at most 2**31 - 1, MPI's int)
     accepts_p       the P the application can run: any (default), powers_of_two, squares,
                     cubes, a list, or {form: ..., max: P} (apmt.collect.accepted); the
                     study's own P are checked against it, and refinement proposes only these
     params          parameter name -> values; the runs are the product of these with ``p``
     points          instead of params: a list of parameter mappings; a point that gives ``p``
                     is one run at that P, the others are combined with every value in ``p``
-    repetitions     runs per point (default 1)
+    repetitions     runs per point (default 1, at most 1,000; a study makes at most 100,000
+                    runs in all)
     launcher        mpirun (default), mpiexec or srun
     launcher_args   further words for the launcher, e.g. [--bind-to, core]
     srun_mpi        srun's --mpi plugin, e.g. pmix (srun only)
     backend         perf-events, perf-clock, cachegrind, auto (default) or none
     metrics         the abstract metrics to measure (default: the backend's choice)
     machine         machine file or shipped machine name (apmt.machine)
-    timeout_s       time limit of one run in seconds (default 3600)
+    timeout_s       time limit of one run in seconds (default 3600, at most 1e7)
     env             variables set for every rank (values may use the placeholders)
     setup           files the command needs, copied into each run's folder (paths relative
                     to the study file; checked to exist before the runs, not on loading)
@@ -47,10 +48,9 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
 
-import yaml
-
 from apmt.collect.accepted import AcceptedP, parse_accepted
 from apmt.errors import ApmtError
+from apmt.inputs import MAX_P, MAX_VALUE, check_file, is_file, is_number, read_yaml, shown
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 PARAM_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -60,6 +60,9 @@ RUN_PLACEHOLDERS = ("p", "run_dir")
 # parameter names that would collide with the tables' own columns or the placeholders
 RESERVED_PARAMS = frozenset({"p", "rep", "rank", "peer", "kernel", "metric", "value", "unit",
                              "op", "calls", "bytes", "time", "library", "run_dir"})
+MAX_REPETITIONS = 1000      # runs per point; more is a typo (1e12 runs would exhaust memory)
+MAX_RUNS = 100_000          # runs of one study: P x parameter values x repetitions
+MAX_TIMEOUT_S = 1e7         # a time limit of four months is no limit
 SHELL_OPERATORS = (";", "&&", "||", "|", "&", ">", "`", "$(")  # "< file" is fine: stdin
 FIELDS = ("name", "command", "p", "accepts_p", "params", "points", "repetitions", "launcher",
           "launcher_args", "srun_mpi", "backend", "metrics", "machine", "timeout_s", "env",
@@ -163,16 +166,8 @@ def _plain(value: float) -> int | float:
 
 def load_study(path: str | Path) -> Study:
     """Read and check a study file; every problem is one ApmtError naming file, field, value."""
-    path = Path(path)
-    if not path.is_file():
-        raise ApmtError(f"{path}: no such study file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise ApmtError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ApmtError(f"{path}: not readable ({error})") from None
-    return check_study(data, path)
+    path = check_file(path, "study file")
+    return check_study(read_yaml(path), path)
 
 
 def check_study(data: object, path: Path) -> Study:
@@ -189,17 +184,18 @@ def check_study(data: object, path: Path) -> Study:
         name=fields.name(), source=path, command=fields.text("command", required=True),
         p=tuple(p), params=params, points=points,
         accepts_p=parse_accepted(data.get("accepts_p"), path),
-        repetitions=fields.positive_int("repetitions", 1),
+        repetitions=fields.positive_int("repetitions", 1, MAX_REPETITIONS),
         launcher=fields.choice("launcher", LAUNCHERS, "mpirun"),
         launcher_args=tuple(fields.words("launcher_args")),
         srun_mpi=fields.text("srun_mpi"), backend=fields.choice("backend", BACKENDS, "auto"),
         metrics=fields.optional_words("metrics"), machine=fields.machine(),
-        timeout_s=fields.positive_number("timeout_s", 3600.0), env=fields.env(),
+        timeout_s=fields.positive_number("timeout_s", 3600.0, MAX_TIMEOUT_S), env=fields.env(),
         setup=tuple(fields.setup()), expect_output=fields.flag("expect_output", True),
         trace_mpi=fields.flag("trace_mpi", True),
         per_rank_params=tuple(fields.words("per_rank_params")),
         app_kernel=fields.text("app_kernel"), volume_ratios=fields.ratios())
     _check_names(study, path)
+    _check_run_count(study, path)
     _check_unique_runs(study, path)
     _check_accepted(study, path)
     _check_template(study.command, "command", study, path)
@@ -221,7 +217,7 @@ class _Fields:
         self.data, self.path = data, path
 
     def fail(self, key: str, value: object, expected: str) -> ApmtError:
-        return ApmtError(f"{self.path}: field {key!r}: {value!r} {expected}")
+        return ApmtError(f"{self.path}: field {key!r}: {shown(value, 60)} {expected}")
 
     def name(self) -> str:
         value = self.data.get("name", self.path.stem)
@@ -255,16 +251,16 @@ class _Fields:
             raise self.fail(key, value, "is not true or false")
         return value
 
-    def positive_int(self, key: str, default: int) -> int:
+    def positive_int(self, key: str, default: int, high: int) -> int:
         value = self.data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise self.fail(key, value, "is not a whole number >= 1")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            raise self.fail(key, value, f"is not a whole number from 1 to {high}")
         return value
 
-    def positive_number(self, key: str, default: float) -> float:
+    def positive_number(self, key: str, default: float, high: float) -> float:
         value = self.data.get(key, default)
-        if not _is_positive(value):
-            raise self.fail(key, value, "is not a positive number")
+        if not is_number(value, high=high):
+            raise self.fail(key, value, f"is not a number in (0, {high:g}]")
         return float(value)
 
     def int_list(self, key: str, required: bool) -> list[int]:
@@ -276,8 +272,7 @@ class _Fields:
         if not isinstance(value, list) or not value:
             raise self.fail(key, value, "is not a non-empty list of process counts")
         for item in value:
-            if isinstance(item, bool) or not isinstance(item, int) or item < 1:
-                raise self.fail(key, item, "is not a whole number >= 1")
+            self.int_list_item(key, item)
         if len(set(value)) != len(value):
             raise self.fail(key, value, "lists a value twice")
         return value
@@ -333,12 +328,12 @@ class _Fields:
         return tuple(out)
 
     def int_list_item(self, key: str, value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise self.fail(key, value, "is not a whole number >= 1")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_P:
+            raise self.fail(key, value, f"is not a process count from 1 to {MAX_P}")
 
     def param_value(self, key: str, value: object) -> float:
-        if not _is_positive(value):
-            raise self.fail(key, value, "is not a positive number")
+        if not is_number(value):
+            raise self.fail(key, value, f"is not a positive number of at most {MAX_VALUE:.3g}")
         return float(value)
 
     def machine(self) -> str | None:
@@ -346,7 +341,7 @@ class _Fields:
         if value is None:
             return None
         beside = self.path.parent / value
-        return str(beside) if beside.is_file() else value
+        return str(beside) if is_file(beside) else value
 
     def env(self) -> dict[str, str]:
         env = self.data.get("env") or {}
@@ -378,11 +373,6 @@ class _Fields:
         return {str(k): self.param_value(f"volume_ratios.{k}", v) for k, v in ratios.items()}
 
 
-def _is_positive(value: object) -> bool:
-    return (not isinstance(value, bool) and isinstance(value, int | float)
-            and math.isfinite(value) and value > 0)
-
-
 def _check_names(study: Study, path: Path) -> None:
     """Parameter names become placeholders, table columns and folder names."""
     for name in study.param_names:
@@ -401,6 +391,17 @@ def _check_names(study: Study, path: Path) -> None:
     if study.metrics is not None and study.backend == "none":
         raise ApmtError(f"{path}: field 'metrics': {list(study.metrics)!r} needs a backend, "
                         "but backend is none")
+
+
+def _check_run_count(study: Study, path: Path) -> None:
+    """Count the runs before listing them: a list of 10**12 runs would exhaust memory."""
+    if study.points is None:
+        points = len(study.p) * math.prod(len(values) for values in study.params.values())
+    else:
+        points = sum(1 if "p" in point else len(study.p) for point in study.points)
+    if points * study.repetitions > MAX_RUNS:
+        raise ApmtError(f"{path}: {points} points x {study.repetitions} repetitions make "
+                        f"{points * study.repetitions} runs, more than {MAX_RUNS}")
 
 
 def _check_unique_runs(study: Study, path: Path) -> None:

@@ -49,6 +49,8 @@ def import_profiles(fmt: str, paths: list[Path]) -> tuple[pd.DataFrame, str]:
         raise ApmtError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     reader, kind = FORMATS[fmt]
     table = reader([Path(path) for path in paths])
+    if table.empty:
+        raise ApmtError(f"{', '.join(str(p) for p in paths)}: no rows in the {fmt} input")
     if kind == "measurements":
         table = drop_empty_series(table)
     return check_table(table, ", ".join(str(p) for p in paths), kind), kind

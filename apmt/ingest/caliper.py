@@ -25,6 +25,7 @@ come from the file name (``p<P>`` or ``<P>_cores``/``_ranks``/``_procs``). A ``p
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from caliperreader import CaliperReader
 from caliperreader.readererror import ReaderError
 
 from apmt.errors import ApmtError
+from apmt.inputs import MAX_P, MAX_VALUE, check_file, read_text, shown
 
 EXCLUSIVE_SUM = "sum#sum#time.duration"
 INCLUSIVE_SUM = "sum#inclusive#sum#time.duration"
@@ -41,8 +43,11 @@ SECONDS_PER_UNIT = {"sec": 1.0, "s": 1.0, "ms": 1e-3, "msec": 1e-3, "usec": 1e-6
 P_GLOBALS = ("mpi.world.size", "jobsize")
 SIZE_GLOBALS = ("problem_size", "size")
 P_IN_NAME = re.compile(r"(?:^|[._-])p(\d+)(?:$|[._-])|(\d+)_(?:cores|ranks|procs)")
+# caliperreader's exceptions on damaged text: its own, and those of the records it trusts
+# (a node whose metadata is missing gives AttributeError on None, a bad id ValueError)
 UNREADABLE = (ReaderError, UnicodeDecodeError, OSError, KeyError, IndexError, ValueError,
-              StopIteration)
+              StopIteration, AttributeError, TypeError)
+NODE_FIELD = re.compile(r"(?:^|,)(id|parent)=([^,]*)")
 
 
 def read_caliper(paths: list[Path]) -> pd.DataFrame:
@@ -58,7 +63,7 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, float | None]:
     """One file's rows, and its problem size when the globals give a number."""
     reader = _load(path)
     attribute = _time_attribute(reader, path)
-    totals = _totals(reader.records, attribute)
+    totals = _totals(reader.records, attribute, path)
     if attribute == INCLUSIVE_SUM:
         totals = _exclusive(totals)
     p = _processes(reader.globals, path)
@@ -70,15 +75,43 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, float | None]:
 
 
 def _load(path: Path) -> CaliperReader:
-    if not path.is_file():
-        raise ApmtError(f"{path}: no such file")
+    check_file(path)
+    lines = read_text(path).splitlines(keepends=True)
+    _check_no_cycle(lines, path)
     reader = CaliperReader()
     try:
-        reader.read(str(path))
+        reader.read(iter(lines))
+        reader.attributes()
     except UNREADABLE as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ApmtError(f"{path}: not a readable Caliper .cali file ({reason})") from None
+        raise ApmtError(f"{path}: not a readable Caliper .cali file ({shown(reason, 80)})"
+                        ) from None
     return reader
+
+
+def _check_no_cycle(lines: list[str], path: Path) -> None:
+    """caliperreader follows a node's parents until there is none: a node that names itself
+    as its parent (the one cycle its node table can hold, as a parent must exist before its
+    child) would keep it walking for ever."""
+    for number, line in enumerate(lines, start=1):
+        if line.startswith("__rec=node"):
+            fields = dict(NODE_FIELD.findall(line.rstrip("\r\n")))
+            if "parent" in fields and fields.get("id") == fields["parent"]:
+                raise ApmtError(f"{path}: line {number}: node {shown(fields['id'])} is its own "
+                                "parent (a damaged file)")
+
+
+def _value(record: dict, attribute: str, path: Path) -> float:
+    """A record's time as a finite number of at most MAX_VALUE; else one line naming it."""
+    value = record[attribute]
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if not math.isfinite(number) or abs(number) > MAX_VALUE:
+        raise ApmtError(f"{path}: node {'/'.join(map(str, record.get('path', ())))!r}: "
+                        f"{attribute} is {shown(value)}, not a finite number")
+    return number
 
 
 def _time_attribute(reader: CaliperReader, path: Path) -> str:
@@ -91,21 +124,29 @@ def _time_attribute(reader: CaliperReader, path: Path) -> str:
 
 
 def _seconds_per_unit(reader: CaliperReader, attribute: str, path: Path) -> float:
-    unit = reader.attribute(attribute).get("attribute.unit")
-    if unit not in SECONDS_PER_UNIT:
-        raise ApmtError(f"{path}: attribute {attribute!r} has unit {unit!r}; expected one of "
+    try:
+        unit = reader.attribute(attribute).get("attribute.unit")
+    except UNREADABLE:
+        unit = None
+    if not isinstance(unit, str) or unit not in SECONDS_PER_UNIT:
+        raise ApmtError(f"{path}: attribute {attribute!r} has unit {shown(unit)}; expected one of "
                         f"{', '.join(SECONDS_PER_UNIT)}")
     return SECONDS_PER_UNIT[unit]
 
 
-def _totals(records: list[dict], attribute: str) -> dict[tuple[str, ...], float]:
+def _totals(records: list[dict], attribute: str, path: Path) -> dict[tuple[str, ...], float]:
     """Sum of the attribute per call-tree path, over the region-profile records."""
     totals: dict[tuple[str, ...], float] = {}
     for record in records:
         if "path" in record and attribute in record and _is_profile(record):
-            node = tuple(record["path"])
-            totals[node] = totals.get(node, 0.0) + float(record[attribute])
+            node = tuple(map(str, _as_list(record["path"])))
+            totals[node] = totals.get(node, 0.0) + _value(record, attribute, path)
     return totals
+
+
+def _as_list(path: object) -> list:
+    """A record's path: caliperreader gives a list, or a single value for one level."""
+    return path if isinstance(path, list) else [path]
 
 
 def _is_profile(record: dict) -> bool:
@@ -128,9 +169,10 @@ def _processes(globals_: dict, path: Path) -> int:
     if number is None:
         match = P_IN_NAME.search(path.stem)
         number = float(match.group(1) or match.group(2)) if match else None
-    if number is None or number < 1 or number % 1:
+    if number is None or not 1 <= number <= MAX_P or number % 1:
         raise ApmtError(f"{path}: no valid process count (mpi.world.size or jobsize global, "
-                        "or p in the file name)")
+                        f"or p in the file name, a whole number from 1 to {MAX_P}; found "
+                        f"{shown(number)})")
     return int(number)
 
 
@@ -138,7 +180,8 @@ def _number(globals_: dict, keys: tuple[str, ...]) -> float | None:
     """The first of the keys the globals hold as a number."""
     for key in keys:
         try:
-            return float(globals_[key])
-        except (KeyError, TypeError, ValueError):
+            number = float(globals_[key])
+        except (KeyError, TypeError, ValueError, OverflowError):
             continue
+        return number if math.isfinite(number) else None
     return None

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from apmt.errors import ApmtError
+from apmt.inputs import MAX_VALUE, check_file, shown
+from apmt.tables import as_numbers
 
 COLUMNS = {"mpi": "library", "variable": "op", "Ranks": "p", "N": "calls", "mean": "mean"}
 MICROSECOND = 1e-6
@@ -24,8 +27,7 @@ def read_collectives(paths: list[Path]) -> pd.DataFrame:
 
 
 def _read_one(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise ApmtError(f"{path}: no such file")
+    check_file(path)
     try:
         raw = pd.read_csv(path)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as error:
@@ -35,7 +37,20 @@ def _read_one(path: Path) -> pd.DataFrame:
         raise ApmtError(f"{path}: missing column {missing[0]!r} of a collectives file "
                         f"(needs {', '.join(COLUMNS)})")
     table = raw[list(COLUMNS)].rename(columns=COLUMNS)
-    table["time"] = pd.to_numeric(table.pop("mean"), errors="coerce") * MICROSECOND
-    table["time"] *= pd.to_numeric(table["calls"], errors="coerce")
+    for column in ("N", "mean"):
+        _check_finite(raw[column], column, path)
+    table["time"] = as_numbers(table.pop("mean")) * MICROSECOND
+    table["time"] *= as_numbers(table["calls"])
     table["bytes"] = float("nan")
     return table[["op", "library", "calls", "bytes", "time", "p"]]
+
+
+def _check_finite(column: pd.Series, name: str, path: Path) -> None:
+    """N and mean multiply into the time: each a finite number of at most MAX_VALUE (NaN,
+    1e400 or a 400-digit number would give a time of NaN or infinity, named by no row)."""
+    values = as_numbers(column).to_numpy(dtype=float)
+    bad = ~(np.abs(values) <= MAX_VALUE)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ApmtError(f"{path}: row {row + 2}, column {name!r}: {shown(column.iloc[row])} is "
+                        f"not a finite number of at most {MAX_VALUE:.3g}")

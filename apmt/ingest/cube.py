@@ -48,6 +48,7 @@ import pandas as pd
 import yaml
 from pycubexr import CubexParser
 from pycubexr.classes import Metric
+from pycubexr.utils.custom_tarinfo import TarInfoWithoutCheck
 from pycubexr.utils.exceptions import (
     CorruptIndexError,
     MissingMetricError,
@@ -55,6 +56,7 @@ from pycubexr.utils.exceptions import (
 )
 
 from apmt.errors import ApmtError
+from apmt.inputs import MAX_P, shown
 
 PROFILE = "profile.cubex"
 # Additive scalar data types: values add up over call paths and ranks.
@@ -68,9 +70,14 @@ RESERVED = {"kernel", "metric", "value", "rep", "rank", "unit"}
 PAIR = r"([A-Za-z_]+)(\d+(?:[.,]\d+)?)"
 PAIRS = re.compile(rf"(?:{PAIR}[.,]?)*")
 REPETITION = re.compile(r"\.r(\d+)$")
+# pycubexr's exceptions on a damaged profile: its own, the archive's and the XML's, and those
+# of the values it trusts (a missing attribute is None; a size field too large to allocate)
 UNREADABLE = (tarfile.TarError, OSError, EOFError, KeyError, IndexError, ParseError,
               AssertionError, ValueError, struct.error, zlib.error, CorruptIndexError,
-              UnsupportedMetricFormatError)
+              UnsupportedMetricFormatError, AttributeError, TypeError, OverflowError,
+              MemoryError)
+ZDATA = b"ZCUBEX.DATA"
+INDEX_HEADER = b"CUBEX.INDEX"
 
 
 def read_cube(paths: list[Path]) -> pd.DataFrame:
@@ -120,8 +127,9 @@ def parse_run_name(directory: Path) -> dict[str, float]:
         values[key] = float(text.replace(",", "."))
     if repetition:
         values["rep"] = float(repetition.group(1))
-    if values.get("p", 1) < 1 or values.get("p", 1) % 1:
-        raise ApmtError(f"{directory}: p={values['p']} in the name is not a whole number")
+    if not 1 <= values.get("p", 1) <= MAX_P or values.get("p", 1) % 1:
+        raise ApmtError(f"{directory}: p={values['p']:g} in the name is not a whole number "
+                        f"from 1 to {MAX_P}")
     return values
 
 
@@ -155,6 +163,7 @@ def _read_run(profile: Path) -> pd.DataFrame:
 
 def _read_profile(profile: Path) -> tuple[dict[str, np.ndarray], list[str], np.ndarray]:
     """Exclusive values per metric (cnodes x locations), call paths, and the rank per location."""
+    _check_compressed_sizes(profile)
     try:
         with CubexParser(profile) as cube:
             paths = _call_paths(cube)
@@ -168,6 +177,43 @@ def _read_profile(profile: Path) -> tuple[dict[str, np.ndarray], list[str], np.n
     if not matrices:
         raise ApmtError(f"{profile}: no metric with additive values stored in the profile")
     return matrices, paths, ranks
+
+
+def _check_compressed_sizes(profile: Path) -> None:
+    """Before pycubexr decompresses a metric: the entry count and block sizes in the header
+    of each compressed ``<id>.data`` must fit in the member. pycubexr allocates what a damaged
+    header says (a count of 2**62 entries asks for exabytes) before checking anything."""
+    try:
+        with tarfile.open(profile, tarinfo=TarInfoWithoutCheck) as tar:
+            members = {m.name: m for m in tar.getmembers() if m.isfile()}
+            for name, member in members.items():
+                index = members.get(name.removesuffix(".data") + ".index")
+                if name.endswith(".data") and index is not None:
+                    _check_data_member(tar, member, index, profile)
+    except (tarfile.TarError, OSError, EOFError, ValueError, struct.error) as error:
+        raise ApmtError(f"{profile}: not a readable CUBE4 profile ({shown(str(error), 80)})"
+                        ) from None
+
+
+def _check_data_member(tar: tarfile.TarFile, member: tarfile.TarInfo, index: tarfile.TarInfo,
+                       profile: Path) -> None:
+    with tar.extractfile(member) as data:
+        if data.read(len(ZDATA)) != ZDATA:
+            return
+        with tar.extractfile(index) as stream:
+            one = stream.read(len(INDEX_HEADER) + 4)[len(INDEX_HEADER):]
+        order = "<" if one == struct.pack("<i", 1) else ">"
+        count = struct.unpack(f"{order}q", data.read(8))[0]
+        room = member.size - len(ZDATA) - 8
+        if not 0 <= count <= room // 24:
+            raise ApmtError(f"{profile}: member {member.name}: {count} compressed blocks "
+                            f"claimed in {member.size} bytes (a damaged profile)")
+        headers = struct.unpack(f"{order}{3 * count}q", data.read(24 * count))
+        sizes = headers[2::3]
+        if min(sizes, default=0) < 0 or sum(sizes) > room - 24 * count:
+            raise ApmtError(f"{profile}: member {member.name}: compressed blocks of "
+                            f"{sum(sizes)} bytes claimed in {member.size} bytes (a damaged "
+                            "profile)")
 
 
 def _call_paths(cube: CubexParser) -> list[str]:

@@ -8,12 +8,14 @@ their values are used as given: nested regions are inclusive of their children).
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 import pandas as pd
 
 from apmt.errors import ApmtError
+from apmt.inputs import check_file, read_text, shown
 
 TUPLE = re.compile(r"\(([^)]*)\)")
 
@@ -24,12 +26,10 @@ def read_extrap_text(paths: list[Path]) -> pd.DataFrame:
 
 
 def _read_one(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise ApmtError(f"{path}: no such file")
+    check_file(path)
     state = _State(path)
-    with path.open(errors="replace") as stream:
-        for number, line in enumerate(stream, start=1):
-            state.take(number, line.rstrip("\n"))
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        state.take(number, line.rstrip("\r"))
     if not state.rows:
         raise ApmtError(f"{path}: no DATA lines (not an Extra-P text file?)")
     return pd.DataFrame(state.rows)
@@ -94,16 +94,18 @@ class _State:
         self.next_point += 1
 
     def _numbers(self, number: int, tokens: list[str]) -> tuple[float, ...]:
-        try:
-            return tuple(float(token) for token in tokens)
-        except ValueError:
-            bad = next(t for t in tokens if not _is_number(t))
-            raise ApmtError(f"{self.path}: line {number}: {bad!r} is not a number") from None
+        values = tuple(_number(token) for token in tokens)
+        for token, value in zip(tokens, values, strict=True):
+            if value is None or not math.isfinite(value):
+                kind = "a number" if value is None else "a finite number"
+                raise ApmtError(f"{self.path}: line {number}: {shown(token)} is not {kind}")
+        return values
 
 
-def _is_number(token: str) -> bool:
+def _number(token: str) -> float | None:
+    """A number as Extra-P writes them; NaN, inf or 1e400 come out non-finite (no real file
+    holds one), and are refused by the caller."""
     try:
-        float(token)
+        return float(token)
     except ValueError:
-        return False
-    return True
+        return None

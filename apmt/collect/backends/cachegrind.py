@@ -52,9 +52,13 @@ import pandas as pd
 from apmt.collect.backends.cpu import MEASURABLE_METRICS
 from apmt.collect.backends.perf import COLUMNS, LOADER, UNKNOWN
 from apmt.errors import ApmtError
+from apmt.inputs import read_text
 from apmt.kernels import MPI_NAME, function_name
 
 LEVELS = ("I1", "D1", "LL")
+COUNT = re.compile(r"[0-9]+")
+MAX_DIGITS = 19                 # counts below 10**19 < 2**64
+DIGITS = frozenset("0123456789")
 DEFAULT_ASSOC = {"l1d": 8, "l1i": 8, "llc": 16}
 DEFAULT_LINE = 64
 METRICS: dict[str, tuple[tuple[int, str], ...]] = {
@@ -171,7 +175,15 @@ def read_out(text: str, source: str = "cachegrind.out") -> CachegrindOut:
     summary: list[int] | None = None
     fl, counts = "", None
     for number, line in enumerate(text.splitlines(), 1):
-        if line.startswith("events:"):
+        if line[:1] in DIGITS:                 # most lines: a line number and its counts
+            if counts is None:
+                raise ApmtError(f"{source}: line {number}: counts before any 'fn=' line")
+            values = _numbers(line.split()[1:], len(events), source, number)
+            for i, value in enumerate(values):
+                counts[i] += value
+        elif line.startswith("events:"):
+            if events:
+                raise ApmtError(f"{source}: line {number}: a second 'events:' line")
             events = line.split(":", 1)[1].split()
         elif line.startswith("desc:"):
             _read_desc(line, caches)
@@ -182,12 +194,6 @@ def read_out(text: str, source: str = "cachegrind.out") -> CachegrindOut:
             counts = functions.setdefault(name, [0] * len(events))
         elif line.startswith(("summary:", "totals:")):
             summary = _numbers(line.split(":", 1)[1].split(), len(events), source, number)
-        elif line[:1].isdigit():
-            if counts is None:
-                raise ApmtError(f"{source}: line {number}: counts before any 'fn=' line")
-            values = _numbers(line.split()[1:], len(events), source, number)
-            for i, value in enumerate(values):
-                counts[i] += value
     if not events or summary is None:
         raise ApmtError(f"{source}: not a complete cachegrind out file (no "
                         f"{'events' if not events else 'summary'} line)")
@@ -202,8 +208,12 @@ def _read_desc(line: str, caches: dict[str, str]) -> None:
 
 
 def _numbers(words: list[str], width: int, source: str, number: int) -> list[int]:
-    if len(words) > width or not all(w.isdigit() for w in words):
-        raise ApmtError(f"{source}: line {number}: expected up to {width} counts")
+    """Counts of a line: ASCII digits ('²' is a digit to str.isdigit, not to int), at most
+    19 of them (below 2**64: a 400-digit count would overflow every float after it)."""
+    if len(words) > width or not (all(map(str.isdigit, words)) and all(map(str.isascii, words))
+                                  and max(map(len, words), default=0) <= MAX_DIGITS):
+        raise ApmtError(f"{source}: line {number}: expected up to {width} counts (whole "
+                        f"numbers of at most {MAX_DIGITS} digits)")
     return [int(w) for w in words] + [0] * (width - len(words))
 
 
@@ -280,7 +290,7 @@ class Cachegrind:
     def parse(self, run_dir: Path) -> pd.DataFrame:
         rows = []
         for rank, path in _out_files(Path(run_dir)).items():
-            out = read_out(path.read_text(), str(path))
+            out = read_out(read_text(path), str(path))
             self._check_caches(out, path)
             for metric, per_kernel in metric_values(out, self.metrics).items():
                 rows += [{"kernel": k, "metric": metric, "rank": rank, "value": v}
@@ -313,7 +323,7 @@ def _out_files(run_dir: Path) -> dict[int, Path]:
     files = {}
     for path in run_dir.glob("cachegrind.*.out"):
         rank = path.name[len("cachegrind."):-len(".out")]
-        if rank.isdigit():
+        if COUNT.fullmatch(rank):
             files[int(rank)] = path
     if not files:
         raise ApmtError(f"{run_dir}: no cachegrind.<rank>.out files (was the run measured "

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from apmt.errors import ApmtError
+from apmt.inputs import read_yaml, shown
 from apmt.resources import shipped
 from apmt.tables import COUNTER_METRICS
 
@@ -37,6 +36,7 @@ KNOWN_METRICS = (*COUNTER_METRICS, *EXTRA_METRICS)
 # What a counter backend may measure (``visits`` are call counts of tracing tools, not counters).
 MEASURABLE_METRICS = tuple(m for m in KNOWN_METRICS if m != "visits")
 MODES = ("split", "multiplex")
+MAX_COUNTERS = 64              # hardware counters (or counter slots) of one logical CPU
 REFERENCE_METRIC = "cycles"
 CPUINFO = Path("/proc/cpuinfo")
 _MODIFIERS = re.compile(r":[ukhIGHpPSDWeb]+$")
@@ -187,10 +187,7 @@ def _event_file(name_or_path: str | Path) -> Path:
 def read_event_file(name_or_path: str | Path) -> dict:
     """Read and check one event file; raises ApmtError naming the file and field."""
     path = _event_file(name_or_path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise ApmtError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    data = read_yaml(path)
     _check_event_file(data, str(path))
     data["_source"] = str(path)
     return data
@@ -199,10 +196,10 @@ def read_event_file(name_or_path: str | Path) -> dict:
 def _check_event_file(data: object, source: str) -> None:
     if not isinstance(data, dict):
         raise ApmtError(f"{source}: an event file is a mapping of fields")
-    counters = data.get("counters")
-    if not isinstance(counters, int) or counters < 1:
-        raise ApmtError(f"{source}: field 'counters' must be a positive whole number, "
-                        f"not {counters!r}")
+    if not isinstance(data.get("name"), str) or not data["name"].strip():
+        raise ApmtError(f"{source}: field 'name' must be a non-empty text, "
+                        f"not {shown(data.get('name'))}")
+    _check_counters(data.get("counters"), f"{source}: field 'counters'")
     cpus = data.get("cpus")
     if cpus != "any":
         if not isinstance(cpus, list) or not cpus:
@@ -216,11 +213,20 @@ def _check_event_file(data: object, source: str) -> None:
         _check_metric_entry(metric, entry, f"{source}: metrics.{metric}")
 
 
+def _check_counters(counters: object, where: str) -> None:
+    if isinstance(counters, bool) or not isinstance(counters, int) \
+            or not 1 <= counters <= MAX_COUNTERS:
+        raise ApmtError(f"{where} must be a whole number from 1 to {MAX_COUNTERS}, "
+                        f"not {shown(counters)}")
+
+
 def _check_cpu_entry(cpu: object, where: str) -> None:
     if not isinstance(cpu, dict) or not isinstance(cpu.get("vendor"), str) \
-            or not isinstance(cpu.get("family"), int):
+            or isinstance(cpu.get("family"), bool) or not isinstance(cpu.get("family"), int):
         raise ApmtError(f"{where}: needs vendor (text) and family (number)")
     _model_ranges(cpu.get("models", "all"), where)
+    if "counters" in cpu:
+        _check_counters(cpu["counters"], f"{where}.counters")
 
 
 def _check_metric_entry(metric: str, entry: object, where: str) -> None:
@@ -230,8 +236,14 @@ def _check_metric_entry(metric: str, entry: object, where: str) -> None:
     if len(events) > 1 and (not isinstance(entry, dict) or entry.get("combine") != "sum"):
         raise ApmtError(f"{where}: {len(events)} events need 'combine: sum'")
     if isinstance(entry, dict):
-        for index, cpu in enumerate(entry.get("only_on") or []):
+        only_on = entry.get("only_on") or []
+        if not isinstance(only_on, list):
+            raise ApmtError(f"{where}.only_on must list vendor/family/models, "
+                            f"not {shown(only_on)}")
+        for index, cpu in enumerate(only_on):
             _check_cpu_entry(cpu, f"{where}.only_on[{index}]")
+        if not isinstance(entry.get("note", ""), str):
+            raise ApmtError(f"{where}.note must be text, not {shown(entry['note'])}")
 
 
 def _entry_events(entry: object, where: str) -> list[tuple[str, int]]:
@@ -245,8 +257,8 @@ def _entry_events(entry: object, where: str) -> list[tuple[str, int]]:
     for item in raw:
         name, slots = (item.get("name"), item.get("slots", 1)) if isinstance(item, dict) \
             else (item, 1)
-        if not isinstance(name, str) or not name.strip() or not isinstance(slots, int) \
-                or slots < 1:
+        if not isinstance(name, str) or not name.strip() or isinstance(slots, bool) \
+                or not isinstance(slots, int) or not 1 <= slots <= MAX_COUNTERS:
             raise ApmtError(f"{where}: bad event {item!r} (a name, or name and slots)")
         out.append((name.strip(), slots))
     return out
@@ -259,7 +271,7 @@ def _model_ranges(models: object, where: str) -> list[tuple[int, int]]:
     items = models if isinstance(models, list) else [models]
     ranges = []
     for item in items:
-        if isinstance(item, int):
+        if isinstance(item, int) and not isinstance(item, bool):
             ranges.append((item, item))
             continue
         match = re.fullmatch(r"\s*(0x[0-9a-fA-F]+|\d+)\s*-\s*(0x[0-9a-fA-F]+|\d+)\s*",

@@ -50,6 +50,7 @@ import pandas as pd
 from apmt.collect.backends import cpu as cpumod
 from apmt.collect.launch import SCOPE_VARIABLE, rank_pids
 from apmt.errors import ApmtError
+from apmt.inputs import MAX_VALUE, read_text
 from apmt.kernels import MPI_LIBRARY, MPI_NAME, function_name
 from apmt.tables import write_text_atomic
 
@@ -59,9 +60,11 @@ UNKNOWN = "<unknown>"
 DEFAULT_CLOCK_HZ = 997                 # a prime, so sampling does not beat with periodic code
 _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 _SECTION = re.compile(r"^#\s*Samples:\s*(\S+)\s+of event '(.*)'\s*$")
-_EVENT_COUNT = re.compile(r"^#\s*Event count \(approx\.\):\s*(\d+)")
-_TASK = re.compile(r"^-?\d+:")
-_TASK_LINE = re.compile(r"^\s*(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+\|")
+_EVENT_COUNT = re.compile(r"^#\s*Event count \(approx\.\):\s*([0-9]+)")
+_TASK = re.compile(r"^-?[0-9]+:")
+_TASK_LINE = re.compile(r"^\s*(-?[0-9]+)\s+(-?[0-9]+)\s+(-?[0-9]+)\s+\|")
+_COUNT = re.compile(r"[0-9]+")
+_PERIOD = re.compile(r"[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?")
 REPORT_FIELDS = "sample,period,dso,sym"
 TASK_REPORT_FIELDS = "sample,period,pid,dso,sym"
 COLUMNS = ["kernel", "metric", "rank", "value"]
@@ -158,7 +161,8 @@ def _parse_rows(text: str, source: str, with_task: bool
         if not line.strip():
             continue
         fields = [f.strip() for f in line.split(";", width - 1)]
-        if len(fields) != width or not fields[0].isdigit() \
+        if len(fields) != width or not _COUNT.fullmatch(fields[0]) \
+                or not _PERIOD.fullmatch(fields[1]) or float(fields[1]) > MAX_VALUE \
                 or (with_task and not _TASK.match(fields[2])):
             shape = "samples;period;tid:comm;dso;symbol" if with_task \
                 else "samples;period;dso;symbol"
@@ -183,7 +187,7 @@ def _header_line(line: str, event: str | None, sections: dict[str, dict],
         sections.setdefault(match[2], {})
         return match[2]
     match = _EVENT_COUNT.match(line)
-    if match and event is not None:
+    if match and event is not None and event in sections:
         totals[event] = float(match[1])
         for section in sections[event].values():
             section.total = totals[event]
@@ -213,7 +217,7 @@ def _perf_text(data: Path, suffix: str, words: list[str]) -> str:
     cached = data.with_suffix(suffix)
     if cached.is_file() and (not data.exists()
                              or cached.stat().st_mtime >= data.stat().st_mtime):
-        return cached.read_text()
+        return read_text(cached)
     if not data.is_file():
         raise ApmtError(f"{data}: no such perf data file")
     if shutil.which("perf") is None:
