@@ -193,9 +193,8 @@ def _check_program(study: Study) -> None:
     """The application exists: on PATH, or at its absolute path. A relative path is taken
     in the run folder (a setup file, say), where it is only found at run time."""
     program = program_of(study, study.runs()[0], Path("run"))
-    expanded = os.path.expandvars(os.path.expanduser(program))
-    if "{run_dir}" in study.command.split()[0] or ("/" in expanded
-                                                   and not expanded.startswith("/")):
+    if "{run_dir}" in shlex.split(study.command)[0] or ("/" in program
+                                                        and not program.startswith("/")):
         return
     if find_program(program) is None:
         raise ApmtError(f"{study.source}: field 'command': program {program!r} not found "
