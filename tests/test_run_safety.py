@@ -6,19 +6,34 @@ The runs are real: mpirun starting ``echo`` or a small MPI program from tests/mp
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from apmt.collect.runner import run_study
+from apmt.collect.extract import extract
+from apmt.collect.runner import load_study_machine, make_backends, run_study
 from apmt.collect.study import load_study
 from apmt.errors import ApmtError
 
 REPO = Path(__file__).resolve().parents[1]
 HAVE_MPI = bool(shutil.which("mpicc") and shutil.which("mpirun"))
 needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs mpicc and mpirun (Open MPI)")
+PROGRAMS = REPO / "tests" / "mpi_programs"
+
+
+@pytest.fixture(scope="module")
+def ring(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/mpi_programs/ring.c built with mpicc: ``ring N STEPS``."""
+    if not HAVE_MPI:
+        pytest.skip("needs mpicc and mpirun (Open MPI)")
+    program = tmp_path_factory.mktemp("ring") / "ring"
+    subprocess.run(["mpicc", "-O1", "-g", "-o", str(program), str(PROGRAMS / "ring.c")],
+                   check=True)
+    return program
 
 
 def study_file(folder: Path, name: str = "s", **fields: object) -> Path:
@@ -80,3 +95,60 @@ def test_bad_templates_are_one_line(tmp_path: Path, command: str, fragment: str)
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"{path}: field 'command'"), message
     assert fragment in message and len(message) < 300, message
+
+
+# ------------------------------------------------------------------- nothing lost silently
+
+@pytest.fixture(scope="module")
+def recorded_run(ring: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One 2-rank run of ring under cachegrind (a file per rank), as the issue's example."""
+    if not shutil.which("valgrind"):
+        pytest.skip("needs valgrind")
+    folder = tmp_path_factory.mktemp("recorded")
+    study = load_study(study_file(folder, "rec", command=f"{ring} 20000 20", p=[2], params={},
+                                  backend="cachegrind", machine="generic-x86-2core-vm"))
+    backends = make_backends(study, load_study_machine(study))
+    records = run_study(study, folder / "results", backends)
+    assert [r.status for r in records] == ["ok"], [r.line() for r in records]
+    return {"study": study, "results": folder / "results", "backends": backends,
+            "run_dir": records[0].run_dir}
+
+
+def test_a_finished_run_records_its_files(recorded_run: dict) -> None:
+    run_dir = recorded_run["run_dir"]
+    files = json.loads((run_dir / "run.json").read_text())["files"]
+    assert files["cachegrind.1.out"]["rank"] == 1 and files["cachegrind.0.out"]["rank"] == 0
+    for name, entry in files.items():
+        assert entry["bytes"] == (run_dir / name).stat().st_size > 0 or name.endswith(".log")
+        assert len(entry["sha256"]) == 64
+    assert "run.json" not in files and "done" not in files
+
+
+@pytest.mark.parametrize("damage", ["delete", "cut", "change", "run.json"])
+def test_extraction_names_a_lost_or_damaged_file(recorded_run: dict, damage: str) -> None:
+    """A rank's file gone, cut or changed, or the record itself cut: one line naming the
+    file, and no table made from what is left."""
+    run_dir, study = recorded_run["run_dir"], recorded_run["study"]
+    out = run_dir.parent / f"tables-{damage}"
+    extract(recorded_run["results"], study, recorded_run["backends"], out_dir=out)  # whole
+    victim = run_dir / ("run.json" if damage == "run.json" else "cachegrind.1.out")
+    saved = victim.read_bytes()
+    try:
+        if damage == "delete":
+            victim.unlink()
+        elif damage in ("cut", "run.json"):
+            victim.write_bytes(saved[:len(saved) // 2])
+        else:
+            victim.write_bytes(saved.replace(b"fn=", b"fx=", 1))
+        assert damage != "change" or victim.stat().st_size == len(saved)
+        with pytest.raises(ApmtError) as caught:
+            extract(recorded_run["results"], study, recorded_run["backends"],
+                    out_dir=run_dir.parent / f"again-{damage}")
+    finally:
+        victim.write_bytes(saved)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{victim}: "), message
+    expected = {"delete": "missing: rank 1's file", "cut": "(cut)",
+                "change": "changed since the run finished", "run.json": "damaged: not valid JSON"}
+    assert expected[damage] in message, message
+    assert not (run_dir.parent / f"again-{damage}").exists()

@@ -1,6 +1,7 @@
 """The run folders of a study become the measurements and communication tables.
 
-Only finished runs (their folder holds ``done``) are read. Each gives:
+Only finished runs (their folder holds ``done``) are read, each first checked against the
+files its ``run.json`` says it produced (apmt.collect.runner.check_run_files). Each gives:
 - the backend's per-rank rows (kernel, metric, rank, value), from every pass;
 - the application's time, kernel ``<app>`` metric ``time``: the wall time of the run's timing
   pass, one row per rank (the same value), so that means per rank work as for any kernel;
@@ -27,6 +28,8 @@ from apmt.collect.backends.base import Backend
 from apmt.collect.runner import (
     DONE,
     backend_passes,
+    check_run_files,
+    load_run_json,
     make_backends,
     needs_pass,
     pass_name,
@@ -84,6 +87,10 @@ def read_measurements(results_dir: Path, study: Study, backends: list[Backend]
     if not runs:
         raise ApmtError(f"{raw_dir(results_dir, study)}: no finished run of study "
                         f"{study.name!r} to extract")
+    for _, dirs in runs:
+        for run_dir in dirs:
+            if run_dir is not None:
+                check_run_files(run_dir)
     table = check_table(_measurements(runs, backends, study), str(raw_dir(results_dir, study)),
                         "measurements", study.param_names)
     return runs, table
@@ -150,10 +157,11 @@ def _parsed(backend: Backend, run_dir: Path) -> pd.DataFrame:
 
 def _app_rows(run: Run, run_dir: Path) -> pd.DataFrame:
     """The run's wall time as kernel ``<app>``, once per rank."""
-    info = read_run_json(run_dir) or {}
-    wall = info.get("wall_time_s")
-    if wall is None:
-        raise ApmtError(f"{run_dir / 'run.json'}: no wall time recorded")
+    wall = load_run_json(run_dir).get("wall_time_s")
+    if isinstance(wall, bool) or not isinstance(wall, int | float) or not wall >= 0 \
+            or wall == float("inf"):
+        raise ApmtError(f"{run_dir / 'run.json'}: field 'wall_time_s': {wall!r} is not a "
+                        "wall time in seconds")
     return pd.DataFrame({"kernel": APP_KERNEL, "metric": TIME_METRIC,
                          "rank": range(run.p), "value": float(wall)})
 
