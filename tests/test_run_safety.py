@@ -6,9 +6,14 @@ The runs are real: mpirun starting ``echo`` or a small MPI program from tests/mp
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +44,7 @@ def ring(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def study_file(folder: Path, name: str = "s", **fields: object) -> Path:
     data = {"name": name, "command": "true {n}", "p": [1], "params": {"n": [1]},
             "backend": "none", "trace_mpi": False, **fields}
+    data = {key: value for key, value in data.items() if value is not None}
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
@@ -152,3 +158,127 @@ def test_extraction_names_a_lost_or_damaged_file(recorded_run: dict, damage: str
                 "change": "changed since the run finished", "run.json": "damaged: not valid JSON"}
     assert expected[damage] in message, message
     assert not (run_dir.parent / f"again-{damage}").exists()
+
+
+# ---------------------------------------------------------------------- interrupts stop work
+
+LONG_STEPS = 2_000_000       # ring at N=20000: about 0.2 ms a step, minutes in all
+
+
+def ring_study(folder: Path, ring: Path) -> Path:
+    """A short run that finishes, then a long one to interrupt (2 ranks each)."""
+    return study_file(folder, "long", command=f"{ring} {{n}} {{steps}}", p=[2], params=None,
+                      points=[{"n": 2000, "steps": 10}, {"n": 20000, "steps": LONG_STEPS}])
+
+
+def processes_of(program: Path) -> list[int]:
+    """Processes running this program (by their command line)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(program).encode() in (entry / "cmdline").read_bytes():
+                out.append(int(entry.name))
+        except OSError:
+            continue
+    return out
+
+
+def wait_for_ranks(raw: Path, program: Path, limit_s: float = 60) -> Path:
+    """The long run's folder, once both its ranks run."""
+    run_dir = raw / f"p2_n20000_steps{LONG_STEPS}_r1"
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if (run_dir / "rank.1.pid").exists() and (run_dir / "rank.0.pid").exists() \
+                and len(processes_of(program)) >= 2:
+            return run_dir
+        time.sleep(0.05)
+    raise AssertionError(f"the long run did not start within {limit_s} s")
+
+
+def seconds_until_gone(program: Path, limit_s: float = 20) -> float:
+    start = time.monotonic()
+    while processes_of(program) and time.monotonic() - start < limit_s:
+        time.sleep(0.05)
+    left = processes_of(program)
+    for pid in left:                      # no orphans left behind by a failing test
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"ranks of {program} still run after {limit_s} s"
+    return time.monotonic() - start
+
+
+def apmt_profile(study: Path, results: Path) -> subprocess.Popen:
+    apmt = Path(sys.executable).parent / "apmt"
+    return subprocess.Popen([str(apmt), "profile", str(study), "--results", str(results),
+                             "--no-extract"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+@needs_mpi
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_a_signal_to_apmt_profile_ends_its_ranks(ring: Path, tmp_path: Path,
+                                                 signum: int) -> None:
+    """SIGINT or SIGTERM: the launch is ended, the run marked unfinished, and apmt exits
+    128 + the signal with one line; SIGKILL: the kernel ends mpirun (parent-death signal),
+    which ends its ranks. A rerun redoes the interrupted run and keeps the finished one."""
+    program = tmp_path / "ring"
+    shutil.copy2(ring, program)           # a path of its own: only this test's ranks count
+    study = ring_study(tmp_path, program)
+    process = apmt_profile(study, tmp_path / "results")
+    run_dir = wait_for_ranks(tmp_path / "results" / "raw" / "long", program)
+    process.send_signal(signum)
+    gone = seconds_until_gone(program)
+    out, err = process.communicate(timeout=30)
+    print(f"{signal.Signals(signum).name}: ranks gone after {gone:.2f} s")
+    assert gone < 10
+    assert not (run_dir / "done").exists()
+    if signum != signal.SIGKILL:
+        assert process.returncode == 128 + signum, (out, err)
+        assert err.strip().splitlines()[-1] == (
+            f"apmt: error: {run_dir.name}: interrupted by {signal.Signals(signum).name}: "
+            "unfinished, a rerun redoes it"), err
+        info = json.loads((run_dir / "run.json").read_text())
+        assert info["interrupted"] is True and info["ok"] is False
+    finished = run_dir.parent / "p2_n2000_steps10_r1"
+    stamp = (finished / "run.json").stat().st_mtime_ns
+    # the rerun: the finished run skipped, the interrupted one moved aside and started again
+    again = apmt_profile(study, tmp_path / "results")
+    wait_for_ranks(tmp_path / "results" / "raw" / "long", program)
+    again.terminate()
+    seconds_until_gone(program)
+    out = again.communicate(timeout=30)[0]
+    assert "p2_n2000_steps10_r1: finished before, skipped" in out, out
+    assert (finished / "run.json").stat().st_mtime_ns == stamp
+    assert len(list(run_dir.parent.glob(f"{run_dir.name}.failed-*"))) == 1
+
+
+@needs_mpi
+def test_ranks_do_not_outlive_a_killed_snakemake(ring: Path, tmp_path: Path) -> None:
+    """SIGKILL of Snakemake leaves its job's shell and apmt profile running; apmt watches
+    Snakemake (APMT_WATCH_PID, set by the workflow), so the ranks end within seconds."""
+    program = tmp_path / "ring"
+    shutil.copy2(ring, program)
+    for name in ("Snakefile", "workflow", "profiles"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, tmp_path / name)
+    (tmp_path / "config" / "studies").mkdir(parents=True)
+    shutil.move(ring_study(tmp_path, program), tmp_path / "config" / "studies" / "long.yaml")
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(
+        {"studies": {"long": {"profile": "config/studies/long.yaml", "holdout": None}}}))
+    snakemake = Path(sys.executable).parent / "snakemake"
+    process = subprocess.Popen([str(snakemake), "--cores", "2", "results/long/runs/p2.json"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    try:
+        run_dir = wait_for_ranks(tmp_path / "results" / "raw" / "long", program, 120)
+    except AssertionError:
+        process.kill()
+        raise AssertionError(process.communicate()[0]) from None
+    process.kill()
+    process.wait()
+    gone = seconds_until_gone(program)
+    print(f"Snakemake SIGKILL: ranks gone after {gone:.2f} s")
+    assert gone < 10
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["interrupted"] is True and "(Snakemake) ended" in info["error"], info["error"]
+    assert not (run_dir / "done").exists()

@@ -40,6 +40,11 @@ from pathlib import Path
 
 from apmt import __version__
 from apmt.collect.backends.base import Backend
+from apmt.collect.interrupt import (
+    die_with_parent,
+    interrupt_reason,
+    stopped_by_signals,
+)
 from apmt.collect.launch import (
     Launcher,
     available_cpus,
@@ -429,13 +434,14 @@ def run_study(study: Study, results_dir: str | Path, backends: list[Backend],
     launcher = check_runnable(study, results_dir, backends)
     versions = study_versions(launcher, backends)
     records = []
-    for planned in plan(study, results_dir, backends, launcher):
-        record = _run_one(study, planned, versions, annotate)
-        records.append(record)
-        if report is not None:
-            report(record)
-        elif record.status == "failed":
-            log.error("%s", record.line())
+    with stopped_by_signals():
+        for planned in plan(study, results_dir, backends, launcher):
+            record = _run_one(study, planned, versions, annotate)
+            records.append(record)
+            if report is not None:
+                report(record)
+            elif record.status == "failed":
+                log.error("%s", record.line())
     return records
 
 
@@ -480,7 +486,14 @@ def _run_one(study: Study, planned: Planned, versions: dict,
     if annotate is not None:
         info = annotate(info)
     _write_json(info, run_dir / RUN_JSON)
-    outcome = execute(planned.command, run_dir, study.timeout_s)
+    try:
+        outcome = execute(planned.command, run_dir, study.timeout_s)
+    except KeyboardInterrupt as stop:   # the launch is stopped: say so, and stop too
+        info.update(ok=False, error=f"{interrupt_reason(stop)}: unfinished, a rerun redoes it",
+                    interrupted=True)
+        _write_json(info, run_dir / RUN_JSON)
+        log.error("%s: %s", run_dir.name, info["error"])
+        raise
     info.update(outcome)
     error = failure(outcome, run_dir, study.expect_output)
     if error is None:
@@ -546,7 +559,8 @@ def execute(command: list[str], run_dir: Path, timeout_s: float) -> dict:
     with open(run_dir / STDOUT, "wb") as out, open(run_dir / STDERR, "wb") as err:
         start = time.monotonic()
         process = subprocess.Popen(command, cwd=run_dir, stdout=out, stderr=err,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+                                   stdin=subprocess.DEVNULL, start_new_session=True,
+                                   preexec_fn=die_with_parent)
         timed_out = False
         try:
             process.wait(timeout=timeout_s)

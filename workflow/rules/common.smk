@@ -3,6 +3,7 @@
 
 import copy
 import json
+import os
 import re
 import shlex
 import sys
@@ -14,6 +15,11 @@ import yaml
 from snakemake.utils import validate
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
+
+# A profiling job ends its runs (mpirun and every rank) when this Snakemake process dies, even
+# by SIGKILL, which leaves the job's shell running: apmt profile watches this process
+# (apmt/collect/interrupt.py). Under Slurm the job's own Snakemake sets its process here.
+os.environ.update(APMT_WATCH_PID=str(os.getpid()))
 
 # the keys each study's `refine` gives itself, before validation fills in the defaults
 GIVEN_REFINE = {name: dict((study or {}).get("refine") or {})
