@@ -319,3 +319,49 @@ def test_a_job_over_its_time_limit_says_so(over_time_limit: dict) -> None:
         f"{found.group(1)}.log"))
     assert f"JOB {found.group(1)} ON localhost CANCELLED AT" in slurm_log.read_text()
     assert "DUE TO TIME LIMIT" in slurm_log.read_text()
+
+
+def test_the_default_config_runs_through_slurm(cluster: dict[str, str],
+                                               tmp_path: Path) -> None:
+    """`snakemake --profile slurm` and nothing else, on the default config: LAMMPS' launcher
+    is auto, so its ranks start with srun inside each job; its P = 3, 4 (and refinement's
+    6, 8) exceed the node's CPUs and overcommit as config.yaml allows; every study's
+    outputs are made (scripts/check-main-job.py)."""
+    workdir = copy_workflow(tmp_path / "apmt")
+    started = time.monotonic()
+    done = subprocess.run(snakemake_command("--profile", "slurm"), cwd=workdir, env=cluster,
+                          capture_output=True, text=True, timeout=RUN_LIMIT_S + 60)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-5000:]
+    print(f"default config through Slurm in {time.monotonic() - started:.0f} s")
+    check = subprocess.run([sys.executable, str(REPOSITORY / "scripts/check-main-job.py")],
+                           cwd=workdir, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    runs = sorted((workdir / "results/raw/lammps-lj").glob("p*_r1/run.json"))
+    assert {json.loads(path.read_text())["p"] for path in runs} >= set(PROFILED_P)
+    cpus = os.cpu_count() or 1
+    for path in runs:
+        info = json.loads(path.read_text())
+        assert info["command"]["launcher"][0] == "srun", info["command"]
+        assert info["slurm_job_id"] in slurm_job_ids(output).values()
+        assert info["oversubscribed"] == (info["p"] > cpus), info
+
+
+def test_a_p_beyond_every_partition_is_refused_before_submission(
+        cluster: dict[str, str], ring: Path, tmp_path: Path) -> None:
+    """Without slurm_overcommit, a profiling job asking more tasks than the cluster has
+    CPUs would wait forever: refused before anything is submitted, in one line naming P and
+    the limit."""
+    workdir = profiled_workflow(tmp_path / "apmt", ring, 100)
+    cpus = int(subprocess.run(["sinfo", "--noheader", "--format=%C"], env=cluster,
+                              capture_output=True, text=True).stdout.split("/")[3])
+    if cpus >= max(PROFILED_P):
+        pytest.skip(f"the local node has {cpus} CPUs: every P fits")
+    done = snakemake(workdir, cluster, "--profile", "slurm", "results/ring/model.json")
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    first = min(p for p in PROFILED_P if p > cpus)
+    lines = [line for line in output.splitlines() if "asks Slurm for" in line]
+    assert lines and f"study ring: P={first} asks Slurm for {first} tasks" in lines[0], output
+    assert f"has {cpus} CPUs" in lines[0] and "slurm_overcommit" in lines[0], lines[0]
+    assert not slurm_job_ids(output), output

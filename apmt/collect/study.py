@@ -17,9 +17,10 @@ costs one line of error instead of an hour of runs. Fields:
     points          instead of params: a list of parameter mappings; a point that gives ``p``
                     is one run at that P, the others are combined with every value in ``p``
     repetitions     runs per point (default 1)
-    launcher        mpirun (default), mpiexec or srun
+    launcher        auto (default: srun inside a Slurm allocation, where SLURM_JOB_ID is set,
+                    else mpirun), mpirun, mpiexec or srun
     launcher_args   further words for the launcher, e.g. [--bind-to, core]
-    srun_mpi        srun's --mpi plugin, e.g. pmix (srun only)
+    srun_mpi        srun's --mpi plugin, e.g. pmix (srun, or auto when it chooses srun)
     backend         perf-events, perf-clock, cachegrind, auto (default) or none
     metrics         the abstract metrics to measure (default: the backend's choice)
     machine         machine file or shipped machine name (apmt.machine)
@@ -54,7 +55,7 @@ from apmt.errors import ApmtError
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 PARAM_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-LAUNCHERS = ("mpirun", "mpiexec", "srun")
+LAUNCHERS = ("auto", "mpirun", "mpiexec", "srun")
 BACKENDS = ("perf-events", "perf-clock", "cachegrind", "auto", "none")
 RUN_PLACEHOLDERS = ("p", "run_dir")
 # parameter names that would collide with the tables' own columns or the placeholders
@@ -102,7 +103,7 @@ class Study:
     params: dict[str, tuple[float, ...]]
     points: tuple[dict[str, float], ...] | None = None
     repetitions: int = 1
-    launcher: str = "mpirun"
+    launcher: str = "auto"
     launcher_args: tuple[str, ...] = ()
     srun_mpi: str | None = None
     backend: str = "auto"
@@ -190,7 +191,7 @@ def check_study(data: object, path: Path) -> Study:
         name=fields.name(), source=path, command=fields.text("command", required=True),
         p=tuple(p), params=params, points=points,
         repetitions=fields.positive_int("repetitions", 1),
-        launcher=fields.choice("launcher", LAUNCHERS, "mpirun"),
+        launcher=fields.choice("launcher", LAUNCHERS, "auto"),
         launcher_args=tuple(fields.words("launcher_args")),
         srun_mpi=fields.text("srun_mpi"), backend=fields.choice("backend", BACKENDS, "auto"),
         metrics=fields.optional_words("metrics"), machine=fields.machine(),
@@ -394,9 +395,9 @@ def _check_names(study: Study, path: Path) -> None:
         if name not in study.param_names:
             raise ApmtError(f"{path}: field 'per_rank_params': {name!r} is not a parameter "
                             f"(parameters: {', '.join(study.param_names) or 'none'})")
-    if study.srun_mpi is not None and study.launcher != "srun":
-        raise ApmtError(f"{path}: field 'srun_mpi': {study.srun_mpi!r} needs launcher srun, "
-                        f"not {study.launcher}")
+    if study.srun_mpi is not None and study.launcher not in ("srun", "auto"):
+        raise ApmtError(f"{path}: field 'srun_mpi': {study.srun_mpi!r} needs launcher srun "
+                        f"or auto, not {study.launcher}")
     if study.metrics is not None and study.backend == "none":
         raise ApmtError(f"{path}: field 'metrics': {list(study.metrics)!r} needs a backend, "
                         "but backend is none")
