@@ -282,3 +282,27 @@ def test_ranks_do_not_outlive_a_killed_snakemake(ring: Path, tmp_path: Path) -> 
     info = json.loads((run_dir / "run.json").read_text())
     assert info["interrupted"] is True and "(Snakemake) ended" in info["error"], info["error"]
     assert not (run_dir / "done").exists()
+
+
+# ------------------------------------------------------------------------- Slurm as typed
+
+def test_auto_is_srun_inside_an_allocation_and_mpirun_elsewhere() -> None:
+    from apmt.collect.launch import resolve_launcher
+    assert resolve_launcher("auto", {"SLURM_JOB_ID": "4711"}) == "srun"
+    expected = "mpirun" if shutil.which("mpirun") or not shutil.which("mpiexec") else "mpiexec"
+    assert resolve_launcher("auto", {"PATH": os.environ.get("PATH", "")}) == expected
+    assert resolve_launcher("mpirun", {"SLURM_JOB_ID": "4711"}) == "mpirun"   # as typed
+    assert load_study(REPO / "config/studies/lammps-lj.yaml").launcher == "auto"
+
+
+def test_a_p_beyond_every_partition_needs_overcommit() -> None:
+    from apmt.collect.slurm import needs_overcommit, parse_sinfo
+    known = parse_sinfo("local|0/2/0/2|1\nbig|8/24/0/32|1\nbig|0/32/0/32|1\nbad line\n")
+    assert [(k.name, k.cpus, k.nodes) for k in known] == [("local", 2, 1), ("big", 64, 2)]
+    assert not needs_overcommit(64, "study s", False, known)
+    assert needs_overcommit(65, "study s", True, known)
+    with pytest.raises(ApmtError) as caught:
+        needs_overcommit(65, "profile_p: study s", False, known)
+    assert str(caught.value).startswith("profile_p: study s: P=65 asks Slurm for 65 tasks, "
+                                        "but the largest partition (big: 2 node(s)) has 64 CPUs")
+    assert not needs_overcommit(10**6, "study s", False, [])     # no sinfo: Slurm decides
