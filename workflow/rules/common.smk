@@ -195,18 +195,26 @@ def base_p(study: str) -> list[int]:
 
 @cache
 def study_launcher(study: str) -> str:
-    """The study's launcher as it runs under a Slurm executor: `auto` (the default) is srun
-    inside an allocation (apmt.collect.launch.resolve_launcher)."""
     data = yaml.safe_load(Path(config["studies"][study]["profile"]).read_text()) or {}
-    launcher = str(data.get("launcher", "auto"))
-    return "srun" if launcher == "auto" else launcher
+    return str(data.get("launcher", "auto"))
+
+
+def job_launcher(study: str) -> str:
+    """The launcher the study's jobs will use: `auto` (the default) is srun in a Slurm job,
+    mpirun here (apmt.collect.launch.resolve_launcher decides the same in the job)."""
+    from apmt.collect.launch import resolve_launcher
+
+    launcher = study_launcher(study)
+    if launcher == "auto":
+        return "srun" if submits_to_slurm() else resolve_launcher(launcher, {})
+    return launcher
 
 
 def mpi_resource(wildcards) -> str:
     """The launcher, which marks an MPI job for the Slurm executor: it asks sbatch for P
     tasks and runs the job's command as it is (apmt's launcher starts the ranks inside the
     allocation). Empty for P=1, which the executor takes as one task."""
-    return study_launcher(wildcards.study) if int(wildcards.p) > 1 else ""
+    return job_launcher(wildcards.study) if int(wildcards.p) > 1 else ""
 
 
 def submits_to_slurm() -> bool:
