@@ -227,8 +227,9 @@ def submits_to_slurm() -> bool:
 def site_overcommits(rule: str) -> bool:
     """A profile's set-resources gives this rule sbatch --overcommit itself (its slurm_extra,
     as tests/slurm-site does)."""
-    given = workflow.resource_settings.overwrite_resources.get(rule, {})
-    return "--overcommit" in str(given.get("slurm_extra", ""))
+    given = workflow.resource_settings.overwrite_resources.get(rule) or {}
+    extra = given["slurm_extra"] if "slurm_extra" in given else ""
+    return "--overcommit" in str(getattr(extra, "raw", extra))
 
 
 def overcommits(wildcards, rule: str) -> bool:
