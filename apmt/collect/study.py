@@ -421,7 +421,8 @@ def _check_template(template: str, key: str, study: Study, path: Path) -> None:
         _check_fields(word, template, key, study, path)
     for run in study.runs()[:1]:
         try:
-            [word.format(**run.placeholders(Path("run"))) for word in words]
+            for word in words:
+                word.format(**run.placeholders(Path("run")))
         except (ValueError, KeyError, IndexError) as error:
             raise ApmtError(f"{path}: field {key!r}: {template!r} does not format "
                             f"({error})") from None
