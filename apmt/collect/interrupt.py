@@ -24,7 +24,7 @@ from pathlib import Path
 
 WATCH_VARIABLE = "APMT_WATCH_PID"
 POLL_S = 0.5
-SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 PR_SET_PDEATHSIG = 1
 
 
@@ -49,13 +49,16 @@ def exit_code(error: BaseException) -> int:
 
 @contextlib.contextmanager
 def stopped_by_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise Interrupted (SIGINT already raises KeyboardInterrupt), and
-    a watchdog turns the death of the caller into a SIGTERM; only in the main thread, where
-    Python delivers signals. The earlier handlers come back afterwards."""
+    """SIGINT, SIGTERM and SIGHUP raise Interrupted, and a watchdog turns the death of the
+    caller into a SIGTERM; only in the main thread, where Python delivers signals. SIGINT
+    counts even where the caller ignored it (a background job of a script: Snakemake and its
+    jobs then inherit the ignoring); an ignored SIGHUP stays ignored (nohup). The earlier
+    handlers come back afterwards."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {signum: signal.signal(signum, _raise) for signum in SIGNALS}
+    previous = {signum: signal.signal(signum, _raise) for signum in SIGNALS
+                if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN}
     stop = threading.Event()
     watchdog = threading.Thread(target=_watch, args=(watched(), stop), daemon=True,
                                 name="apmt-watchdog")
