@@ -67,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
             _silence_stdout()
         except OSError as error:
             return _fail(_os_message(error))
-        except KeyboardInterrupt:  # the writers have removed their temporary files
-            return 130
+        except KeyboardInterrupt as stop:  # the writers have removed their temporary files
+            from apmt.collect.interrupt import exit_code  # (and a run stopped its launch)
+            return exit_code(stop)
     return code if isinstance(code, int) else 0
 
 

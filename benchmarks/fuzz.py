@@ -335,11 +335,12 @@ def _pmpi(path: Path, seed: Path) -> pd.DataFrame:
 
 
 def _run_record(path: Path, seed: Path) -> pd.DataFrame:
-    from apmt.collect.extract import _app_rows, around_launcher, run_record
+    from apmt.collect.extract import _app_rows, around_launcher
+    from apmt.collect.runner import load_run_json
     from apmt.collect.study import Run
     from apmt.tables import check_table as contract
     rows = _app_rows(Run(2, {}, 1), path.parent)
-    around_launcher(run_record(path.parent))
+    around_launcher(load_run_json(path.parent))
     return contract(rows.assign(p=2, rep=1), str(path.parent), "measurements")
 
 

@@ -35,7 +35,6 @@ import contextlib
 import csv
 import os
 import re
-import shlex
 import shutil
 import statistics
 import sys
@@ -63,7 +62,7 @@ from apmt.collect.runner import (
     make_backends,
     run_study,
 )
-from apmt.collect.study import Study, app_command, load_study, with_backend
+from apmt.collect.study import Study, app_words, load_study, with_backend
 from apmt.errors import ApmtError
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -146,7 +145,7 @@ def plain_run(study: Study, launcher: Launcher, run_dir: Path) -> float:
     run_dir.mkdir(parents=True)
     for source in study.setup:
         shutil.copy2(source, run_dir / source.name)
-    words = shlex.split(app_command(study, run, run_dir))
+    words = app_words(study, run, run_dir)[0]
     command = launch_command(launcher, run.p, words, available_cpus(launcher),
                              running_as_root())
     values = run.placeholders(run_dir)

@@ -38,7 +38,7 @@ from apmt.collect.runner import (
     plan,
     run_study,
 )
-from apmt.collect.study import Run, load_study
+from apmt.collect.study import Run, app_command, app_words, load_study
 from apmt.errors import ApmtError
 from apmt.tables import APP_KERNEL, read_table
 
@@ -237,8 +237,9 @@ def test_expansion_product_names_and_placeholders(tmp_path: Path) -> None:
     assert [r.name for r in runs[:3]] == ["p2_size1_k3_r1", "p2_size2.5_k3_r1",
                                          "p4_size1_k3_r1"]
     assert runs[4].name == "p2_size1_k3_r2"  # repetitions outermost: interleaved rounds
-    line = study.command.format(**runs[1].placeholders(Path("/x/a b")))
+    line = app_command(study, runs[1], Path("/x/a b"))
     assert line == "app -np 2 -s 2.5 -k 3 '/x/a b'"  # whole numbers without .0, paths quoted
+    assert app_words(study, runs[1], Path("/x/a b"))[0][-1] == "/x/a b"   # one word
 
 
 def test_points_with_and_without_p(tmp_path: Path) -> None:

@@ -253,7 +253,7 @@ def test_a_cut_run_record_is_called_damaged(tmp_path: Path) -> None:
     (run / "run.json").write_text(text[:len(text) // 2])
     with pytest.raises(ApmtError) as error:
         _app_rows(Run(2, {}, 1), run)
-    assert "run.json: damaged run record" in one_line(error)
+    assert "run.json: damaged: not valid JSON" in one_line(error)
     (run / "run.json").write_text(text.replace('"wall_time_s": 0.', '"wall_time_s": -0.'))
     with pytest.raises(ApmtError) as error:
         _app_rows(Run(2, {}, 1), run)

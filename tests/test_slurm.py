@@ -35,6 +35,9 @@ TARGETS = ("results/relearn/evaluation.csv", "results/relearn/predictions.csv")
 # every Snakemake run is guarded: the plugin ignores SIGTERM, hence the SIGKILL 30 s later.
 # --foreground keeps Snakemake in this process group, which .ci/run's own timeout ends.
 RUN_LIMIT_S = 600
+# the default config through Slurm: LAMMPS at P = 1..4, 6, 8 with cachegrind passes, one job
+# at a time (--exclusive) on a 2-core node; about 10 minutes on a quiet machine
+DEFAULT_CONFIG_LIMIT_S = 1800
 PROFILED_P = (1, 2, 3, 4)
 # the Slurm profile plus a site profile, as a user combines them (tests/slurm-site: the local
 # node has fewer CPUs than the largest P, so the profiling jobs overcommit)
@@ -89,10 +92,10 @@ def copy_workflow(target: Path) -> Path:
     return target
 
 
-def snakemake_command(*args: str) -> list[str]:
+def snakemake_command(*args: str, limit_s: int = RUN_LIMIT_S) -> list[str]:
     beside = Path(sys.executable).parent / "snakemake"
     command = [str(beside)] if beside.is_file() else [sys.executable, "-m", "snakemake"]
-    return ["timeout", "--foreground", "-k", "30", str(RUN_LIMIT_S), *command, *args]
+    return ["timeout", "--foreground", "-k", "30", str(limit_s), *command, *args]
 
 
 def snakemake(workdir: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -319,3 +322,52 @@ def test_a_job_over_its_time_limit_says_so(over_time_limit: dict) -> None:
         f"{found.group(1)}.log"))
     assert f"JOB {found.group(1)} ON localhost CANCELLED AT" in slurm_log.read_text()
     assert "DUE TO TIME LIMIT" in slurm_log.read_text()
+
+
+def test_the_default_config_runs_through_slurm(cluster: dict[str, str],
+                                               tmp_path: Path) -> None:
+    """`snakemake --profile slurm` and nothing else, on the default config: LAMMPS' launcher
+    is auto, so its ranks start with srun inside each job; its P = 3, 4 (and refinement's
+    6, 8) exceed the node's CPUs and overcommit as config.yaml allows; every study's
+    outputs are made (scripts/check-main-job.py)."""
+    workdir = copy_workflow(tmp_path / "apmt")
+    started = time.monotonic()
+    done = subprocess.run(snakemake_command("--profile", "slurm",
+                                            limit_s=DEFAULT_CONFIG_LIMIT_S),
+                          cwd=workdir, env=cluster, capture_output=True, text=True,
+                          timeout=DEFAULT_CONFIG_LIMIT_S + 60)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-5000:]
+    print(f"default config through Slurm in {time.monotonic() - started:.0f} s")
+    check = subprocess.run([sys.executable, str(REPOSITORY / "scripts/check-main-job.py")],
+                           cwd=workdir, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    runs = sorted((workdir / "results/raw/lammps-lj").glob("p*_r1/run.json"))
+    assert {json.loads(path.read_text())["p"] for path in runs} >= set(PROFILED_P)
+    cpus = os.cpu_count() or 1
+    for path in runs:
+        info = json.loads(path.read_text())
+        assert info["command"]["launcher"][0] == "srun", info["command"]
+        assert info["slurm_job_id"] in slurm_job_ids(output).values()
+        assert info["oversubscribed"] == (info["p"] > cpus), info
+
+
+def test_a_p_beyond_every_partition_is_refused_before_submission(
+        cluster: dict[str, str], ring: Path, tmp_path: Path) -> None:
+    """Without slurm_overcommit, a profiling job asking more tasks than the cluster has
+    CPUs would wait forever: refused before anything is submitted, in one line naming P and
+    the limit."""
+    workdir = profiled_workflow(tmp_path / "apmt", ring, 100)
+    cpus = int(subprocess.run(["sinfo", "--noheader", "--format=%C"], env=cluster,
+                              capture_output=True, text=True).stdout.split("/")[3])
+    if cpus >= max(PROFILED_P):
+        pytest.skip(f"the local node has {cpus} CPUs: every P fits")
+    done = snakemake(workdir, cluster, "--profile", "slurm", "results/ring/model.json")
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    lines = [line for line in output.splitlines() if "asks Slurm for" in line]
+    assert lines, output
+    found = re.search(r"profile_p: study ring: P=(\d+) asks Slurm for (\d+) tasks", lines[0])
+    assert found and found.group(1) == found.group(2) and int(found.group(1)) > cpus, lines[0]
+    assert f"has {cpus} CPUs" in lines[0] and "slurm_overcommit" in lines[0], lines[0]
+    assert not slurm_job_ids(output), output

@@ -1,6 +1,7 @@
 """The run folders of a study become the measurements and communication tables.
 
-Only finished runs (their folder holds ``done``) are read. Each gives:
+Only finished runs (their folder holds ``done``) are read, each first checked against the
+files its ``run.json`` says it produced (apmt.collect.runner.check_run_files). Each gives:
 - the backend's per-rank rows (kernel, metric, rank, value), from every pass;
 - the application's time, kernel ``<app>`` metric ``time``: the wall time of the run's timing
   pass, one row per rank (the same value), so that means per rank work as for any kernel;
@@ -28,11 +29,12 @@ from apmt.collect.runner import (
     DONE,
     RUN_JSON,
     backend_passes,
+    check_run_files,
+    load_run_json,
     make_backends,
     needs_pass,
     pass_name,
     raw_dir,
-    read_run_json,
     timing_pass,
 )
 from apmt.collect.study import Run, Study
@@ -87,6 +89,10 @@ def read_measurements(results_dir: Path, study: Study, backends: list[Backend]
     if not runs:
         raise ApmtError(f"{raw_dir(results_dir, study)}: no finished run of study "
                         f"{study.name!r} to extract")
+    for _, dirs in runs:
+        for run_dir in dirs:
+            if run_dir is not None:
+                check_run_files(run_dir)
     table = check_table(_measurements(runs, backends, study), str(raw_dir(results_dir, study)),
                         "measurements", study.param_names)
     return runs, table
@@ -151,22 +157,9 @@ def _parsed(backend: Backend, run_dir: Path) -> pd.DataFrame:
     return rows[["kernel", "metric", "rank", "value"]]
 
 
-def run_record(run_dir: Path) -> dict:
-    """A finished run's record (``run.json``), read for extraction: {} when there is none, and
-    one line calling it damaged when it is not a JSON object (cut short, edited, binary)."""
-    path = Path(run_dir) / RUN_JSON
-    if not path.exists():
-        return {}
-    info = read_run_json(run_dir)
-    if not isinstance(info, dict):
-        raise ApmtError(f"{path}: damaged run record (not a JSON object; was it cut short or "
-                        "edited?)")
-    return info
-
-
 def _app_rows(run: Run, run_dir: Path) -> pd.DataFrame:
     """The run's wall time as kernel ``<app>``, once per rank."""
-    wall = run_record(run_dir).get("wall_time_s")
+    wall = load_run_json(run_dir).get("wall_time_s")
     if wall is None:
         raise ApmtError(f"{run_dir / RUN_JSON}: no wall time recorded")
     if not is_number(wall, high=MAX_WALL_S):
@@ -180,7 +173,7 @@ def _communication(runs: list[tuple[Run, list[Path]]], study: Study) -> pd.DataF
     """PMPI rows of the traced pass of every run."""
     frames = []
     for run, dirs in runs:
-        traced = [d for d in dirs if d is not None and run_record(d).get("trace_mpi") is True]
+        traced = [d for d in dirs if d is not None and load_run_json(d).get("trace_mpi") is True]
         if not traced:
             continue
         from apmt.collect import pmpi
@@ -214,7 +207,7 @@ def provenance(study: Study, runs: list[tuple[Run, list[Path]]], backends: list[
                machine: dict | None) -> dict:
     """Where the tables came from: the study, tools, hosts, versions and the runs."""
     timing = timing_pass(backends)
-    infos = [(dirs, run_record(dirs[timing])) for _, dirs in runs]
+    infos = [(dirs, load_run_json(dirs[timing])) for _, dirs in runs]
     return {
         "apmt_version": __version__,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

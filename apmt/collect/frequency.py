@@ -20,8 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from apmt.collect.backends.base import Backend
-from apmt.collect.extract import finished_runs, read_measurements, run_record
-from apmt.collect.runner import RunRecord, raw_dir, run_study, timing_pass
+from apmt.collect.extract import finished_runs, read_measurements
+from apmt.collect.runner import RunRecord, load_run_json, raw_dir, run_study, timing_pass
 from apmt.collect.study import Run, Study, with_frequency, with_p
 from apmt.errors import ApmtError
 
@@ -90,7 +90,7 @@ def median_mhz(finished: list[tuple[Run, list[Path]]], backends: list[Backend]) 
 
 
 def _timing_record(dirs: list[Path], backends: list[Backend]) -> dict:
-    return run_record(dirs[timing_pass(backends)])
+    return load_run_json(dirs[timing_pass(backends)])
 
 
 # ---------------------------------------------------------------------------- extraction

@@ -59,11 +59,28 @@ class Launcher:
 
 def find_launcher(program: str, args: tuple[str, ...] = (),
                   srun_mpi: str | None = None) -> Launcher:
-    """The installed launcher and which MPI it belongs to; ApmtError if not installed."""
-    if shutil.which(program) is None:
-        raise ApmtError(f"launcher {program!r} is not installed (not found on PATH)")
-    text = version_text(program)
-    return Launcher(program, flavour_of(program, text), first_line(text), args, srun_mpi)
+    """The installed launcher (``auto`` resolved) and which MPI it belongs to; ApmtError if
+    not installed."""
+    chosen = resolve_launcher(program)
+    if shutil.which(chosen) is None:
+        why = f" (auto: {'inside' if chosen == 'srun' else 'outside'} a Slurm allocation)" \
+            if program == "auto" else ""
+        raise ApmtError(f"launcher {chosen!r}{why} is not installed (not found on PATH)")
+    text = version_text(chosen)
+    return Launcher(chosen, flavour_of(chosen, text), first_line(text), args,
+                    srun_mpi if chosen == "srun" else None)
+
+
+def resolve_launcher(program: str, environ: dict[str, str] | None = None) -> str:
+    """``auto``: srun inside a Slurm allocation (SLURM_JOB_ID set: Snakemake's Slurm jobs
+    keep only that of the SLURM_* variables, and mpirun finds no nodes there), else mpirun
+    (mpiexec where only it is installed). Any other name as it is."""
+    if program != "auto":
+        return program
+    environ = os.environ if environ is None else environ
+    if environ.get("SLURM_JOB_ID", "").strip():
+        return "srun"
+    return "mpiexec" if not shutil.which("mpirun") and shutil.which("mpiexec") else "mpirun"
 
 
 def version_text(program: str) -> str:

@@ -5,6 +5,10 @@ on a rerun, so an interrupted study resumes where it stopped; a folder without `
 interrupted or failed run) is moved aside to ``<run>.failed-<time>`` and the run is redone.
 A failed run (non-zero exit, past its time limit, or printing nothing when the study expects
 output) is recorded with a one-line error naming the run and its log; the other runs go on.
+A finished run records in its ``run.json`` (``files``) every file it produced, with its rank
+where the name carries one, its size and sha256, after its backend has read them once (which
+also writes the backend's text caches, e.g. perf's reports): extraction checks a run against
+that record, so a rank's file deleted, cut or changed later is an error, not a smaller table.
 
 When a backend needs several passes (e.g. more events than the PMU has counters, or
 perf-clock then cachegrind), pass k > 1 of a run goes into ``<run>.pass<k>``. MPI tracing and
@@ -36,6 +40,11 @@ from pathlib import Path
 
 from apmt import __version__
 from apmt.collect.backends.base import Backend
+from apmt.collect.interrupt import (
+    die_with_parent,
+    interrupt_reason,
+    stopped_by_signals,
+)
 from apmt.collect.launch import (
     Launcher,
     available_cpus,
@@ -193,9 +202,8 @@ def _check_program(study: Study) -> None:
     """The application exists: on PATH, or at its absolute path. A relative path is taken
     in the run folder (a setup file, say), where it is only found at run time."""
     program = program_of(study, study.runs()[0], Path("run"))
-    expanded = os.path.expandvars(os.path.expanduser(program))
-    if "{run_dir}" in study.command.split()[0] or ("/" in expanded
-                                                   and not expanded.startswith("/")):
+    if "{run_dir}" in shlex.split(study.command)[0] or ("/" in program
+                                                        and not program.startswith("/")):
         return
     if find_program(program) is None:
         raise ApmtError(f"{study.source}: field 'command': program {program!r} not found "
@@ -289,6 +297,84 @@ def read_run_json(run_dir: Path) -> dict | None:
         return None
 
 
+def load_run_json(run_dir: Path) -> dict:
+    """A finished run's record, which must be there and whole: ApmtError calling a missing
+    or damaged one so (not "no wall time recorded")."""
+    path = Path(run_dir) / RUN_JSON
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ApmtError(f"{path}: missing: the run's record is gone") from None
+    except OSError as error:
+        raise ApmtError(f"{path}: not readable ({error.strerror or error})") from None
+    except ValueError as error:
+        raise ApmtError(f"{path}: damaged: not valid JSON ({str(error)[:80]})") from None
+    if not isinstance(data, dict):
+        raise ApmtError(f"{path}: damaged: not a JSON object")
+    return data
+
+
+# ------------------------------------------------------------------- what a run produced
+
+RANK_IN_NAME = re.compile(r"^[^.]+(?:\.[a-z]+)*?\.(\d+)\.")   # cachegrind.1.out, perf.clock.1.data
+
+
+def file_record(run_dir: Path) -> dict[str, dict]:
+    """Every file of a run folder but its record and marker: rank (from the name, else
+    None), bytes and sha256."""
+    out = {}
+    for path in sorted(Path(run_dir).rglob("*")):
+        if not path.is_file() or path.name in (RUN_JSON, DONE):
+            continue
+        match = RANK_IN_NAME.match(path.name)
+        out[path.relative_to(run_dir).as_posix()] = {
+            "rank": int(match.group(1)) if match else None,
+            "bytes": path.stat().st_size, "sha256": file_sha256(path)}
+    return out
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_run_files(run_dir: Path) -> dict:
+    """The run's record, once every file it lists is there as it was when the run finished
+    (ApmtError naming the first that is gone, cut or changed). Runs recorded before apmt
+    kept a file list are taken as they are."""
+    info = load_run_json(run_dir)
+    files = info.get("files")
+    if files is None:
+        return info
+    if not isinstance(files, dict):
+        raise ApmtError(f"{Path(run_dir) / RUN_JSON}: damaged: field 'files' is not a mapping")
+    for name, entry in files.items():
+        _check_file(Path(run_dir), name, entry)
+    return info
+
+
+def _check_file(run_dir: Path, name: str, entry: object) -> None:
+    path = run_dir / name
+    if not isinstance(entry, dict) or not isinstance(entry.get("bytes"), int):
+        raise ApmtError(f"{run_dir / RUN_JSON}: damaged: field 'files.{name}' is {entry!r:.60}")
+    owner = f"rank {entry['rank']}'s file" if entry.get("rank") is not None else "a file"
+    redo = f"remove {run_dir / DONE} to run it again"
+    if not path.is_file():
+        raise ApmtError(f"{path}: missing: {owner} of the run ({entry['bytes']} bytes when it "
+                        f"finished) is gone; {redo}")
+    size = path.stat().st_size
+    if size != entry["bytes"]:
+        change = "cut" if size < entry["bytes"] else "grown"
+        raise ApmtError(f"{path}: damaged: {owner} has {size} bytes, {entry['bytes']} when "
+                        f"the run finished ({change}); {redo}")
+    if file_sha256(path) != entry.get("sha256"):
+        raise ApmtError(f"{path}: damaged: {owner} changed since the run finished (its sha256 "
+                        f"differs from run.json); {redo}")
+
+
 # ---------------------------------------------------------------------------------- plans
 
 @dataclass(frozen=True)
@@ -348,13 +434,14 @@ def run_study(study: Study, results_dir: str | Path, backends: list[Backend],
     launcher = check_runnable(study, results_dir, backends)
     versions = study_versions(launcher, backends)
     records = []
-    for planned in plan(study, results_dir, backends, launcher):
-        record = _run_one(study, planned, versions, annotate)
-        records.append(record)
-        if report is not None:
-            report(record)
-        elif record.status == "failed":
-            log.error("%s", record.line())
+    with stopped_by_signals():
+        for planned in plan(study, results_dir, backends, launcher):
+            record = _run_one(study, planned, versions, annotate)
+            records.append(record)
+            if report is not None:
+                report(record)
+            elif record.status == "failed":
+                log.error("%s", record.line())
     return records
 
 
@@ -399,10 +486,21 @@ def _run_one(study: Study, planned: Planned, versions: dict,
     if annotate is not None:
         info = annotate(info)
     _write_json(info, run_dir / RUN_JSON)
-    outcome = execute(planned.command, run_dir, study.timeout_s)
+    try:
+        outcome = execute(planned.command, run_dir, study.timeout_s)
+    except KeyboardInterrupt as stop:   # the launch is stopped: say so, and stop too
+        info.update(ok=False, error=f"{interrupt_reason(stop)}: unfinished, a rerun redoes it",
+                    interrupted=True)
+        _write_json(info, run_dir / RUN_JSON)
+        log.error("%s: %s", run_dir.name, info["error"])
+        raise
     info.update(outcome)
     error = failure(outcome, run_dir, study.expect_output)
+    if error is None:
+        error = unreadable(planned.backend, run_dir)
     info.update(ok=error is None, error=error)
+    if error is None:
+        info["files"] = file_record(run_dir)
     _write_json(info, run_dir / RUN_JSON)
     if error is None:
         (run_dir / DONE).write_text(f"{info['finished']}\n")
@@ -461,7 +559,8 @@ def execute(command: list[str], run_dir: Path, timeout_s: float) -> dict:
     with open(run_dir / STDOUT, "wb") as out, open(run_dir / STDERR, "wb") as err:
         start = time.monotonic()
         process = subprocess.Popen(command, cwd=run_dir, stdout=out, stderr=err,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+                                   stdin=subprocess.DEVNULL, start_new_session=True,
+                                   preexec_fn=die_with_parent)
         timed_out = False
         try:
             process.wait(timeout=timeout_s)
@@ -522,6 +621,19 @@ def failure(outcome: dict, run_dir: Path, expect_output: bool) -> str | None:
     return None
 
 
+def unreadable(backend: Backend | None, run_dir: Path) -> str | None:
+    """Why the backend cannot read what the run left, or None. Read once here, the run's
+    files (and the caches reading writes, e.g. perf's text reports) are complete before
+    they are recorded, and a run whose output is unusable fails now, naming its log."""
+    if backend is None:
+        return None
+    try:
+        backend.parse(run_dir)
+    except (ApmtError, OSError, ValueError) as error:
+        return f"backend {backend.name} cannot read its output: {str(error)[:200]}"
+    return None
+
+
 def printed_nothing(run_dir: Path) -> bool:
     """No output on stdout, and none on stderr besides what the measuring tools print."""
     if (run_dir / STDOUT).stat().st_size > 0:
@@ -575,11 +687,7 @@ def application_version(program: str) -> dict:
     path = find_program(program)
     if path is None:
         return {"program": program, "path": None, "sha256": None}
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return {"program": program, "path": str(path), "sha256": digest.hexdigest()}
+    return {"program": program, "path": str(path), "sha256": file_sha256(path)}
 
 
 def cpu_mhz() -> float | str:

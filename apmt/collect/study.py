@@ -4,10 +4,14 @@ A study is a YAML file; every field is checked here, before any run starts, so t
 costs one line of error instead of an hour of runs. Fields:
 
     name            the study's name, the folder ``raw/<name>/`` (default: the file's stem)
-    command         the application's command line, a template: ``{p}``, each parameter
+    command         the application's command line, a template: split into words as a
+                    shell splits them (quotes group a word), then ``{p}``, each parameter
                     (``{size}``) and ``{run_dir}`` (the run's folder, also its working
-                    directory); one program with its arguments, optionally ``< file`` for
-                    its standard input (no ``;``, ``&&``, ``|`` or ``>``)
+                    directory) filled in each word; the words run as they are, without a
+                    shell (``|``, ``$(...)``, ``$VAR``, ``~`` inside a word are plain text),
+                    optionally ending in ``< file`` for its standard input. A word that is a
+                    shell operator (``;``, ``&&``, ``|``, ``>`` ...) is refused, as are
+                    format specifications (``{p:>8}``, ``{p!r}``): a placeholder is its name
     p               process counts, e.g. [1, 2, 4] (at most 2**31 - 1, MPI's int)
     accepts_p       the P the application can run: any (default), powers_of_two, squares,
                     cubes, a list, or {form: ..., max: P} (apmt.collect.accepted); the
@@ -17,9 +21,10 @@ costs one line of error instead of an hour of runs. Fields:
                     is one run at that P, the others are combined with every value in ``p``
     repetitions     runs per point (default 1, at most 1,000; a study makes at most 100,000
                     runs in all)
-    launcher        mpirun (default), mpiexec or srun
+    launcher        auto (default: srun inside a Slurm allocation, where SLURM_JOB_ID is set,
+                    else mpirun), mpirun, mpiexec or srun
     launcher_args   further words for the launcher, e.g. [--bind-to, core]
-    srun_mpi        srun's --mpi plugin, e.g. pmix (srun only)
+    srun_mpi        srun's --mpi plugin, e.g. pmix (srun, or auto when it chooses srun)
     backend         perf-events, perf-clock, cachegrind, auto (default) or none
     metrics         the abstract metrics to measure (default: the backend's choice)
     machine         machine file or shipped machine name (apmt.machine)
@@ -54,7 +59,7 @@ from apmt.inputs import MAX_P, MAX_VALUE, check_file, is_file, is_number, read_y
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 PARAM_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-LAUNCHERS = ("mpirun", "mpiexec", "srun")
+LAUNCHERS = ("auto", "mpirun", "mpiexec", "srun")
 BACKENDS = ("perf-events", "perf-clock", "cachegrind", "auto", "none")
 RUN_PLACEHOLDERS = ("p", "run_dir")
 # parameter names that would collide with the tables' own columns or the placeholders
@@ -64,6 +69,7 @@ MAX_REPETITIONS = 1000      # runs per point; more is a typo (1e12 runs would ex
 MAX_RUNS = 100_000          # runs of one study: P x parameter values x repetitions
 MAX_TIMEOUT_S = 1e7         # a time limit of four months is no limit
 SHELL_OPERATORS = (";", "&&", "||", "|", "&", ">", "`", "$(")  # "< file" is fine: stdin
+STDIN = "<"
 FIELDS = ("name", "command", "p", "accepts_p", "params", "points", "repetitions", "launcher",
           "launcher_args", "srun_mpi", "backend", "metrics", "machine", "timeout_s", "env",
           "setup", "expect_output", "trace_mpi", "per_rank_params", "app_kernel",
@@ -87,9 +93,10 @@ class Run:
         return f"p{self.p}{values}_r{self.rep}{self.suffix}"
 
     def placeholders(self, run_dir: Path) -> dict[str, object]:
-        """What the command template may name; whole numbers print without ``.0``."""
+        """What a template may name; whole numbers print without ``.0``. Each fills one
+        word as it is (no quoting: no shell reads the words)."""
         values = {name: _plain(value) for name, value in self.params.items()}
-        return {"p": self.p, **values, "run_dir": shlex.quote(str(run_dir))}
+        return {"p": self.p, **values, "run_dir": str(run_dir)}
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,7 @@ class Study:
     accepts_p: AcceptedP = field(default_factory=AcceptedP)
     points: tuple[dict[str, float], ...] | None = None
     repetitions: int = 1
-    launcher: str = "mpirun"
+    launcher: str = "auto"
     launcher_args: tuple[str, ...] = ()
     srun_mpi: str | None = None
     backend: str = "auto"
@@ -185,7 +192,7 @@ def check_study(data: object, path: Path) -> Study:
         p=tuple(p), params=params, points=points,
         accepts_p=parse_accepted(data.get("accepts_p"), path),
         repetitions=fields.positive_int("repetitions", 1, MAX_REPETITIONS),
-        launcher=fields.choice("launcher", LAUNCHERS, "mpirun"),
+        launcher=fields.choice("launcher", LAUNCHERS, "auto"),
         launcher_args=tuple(fields.words("launcher_args")),
         srun_mpi=fields.text("srun_mpi"), backend=fields.choice("backend", BACKENDS, "auto"),
         metrics=fields.optional_words("metrics"), machine=fields.machine(),
@@ -385,9 +392,9 @@ def _check_names(study: Study, path: Path) -> None:
         if name not in study.param_names:
             raise ApmtError(f"{path}: field 'per_rank_params': {name!r} is not a parameter "
                             f"(parameters: {', '.join(study.param_names) or 'none'})")
-    if study.srun_mpi is not None and study.launcher != "srun":
-        raise ApmtError(f"{path}: field 'srun_mpi': {study.srun_mpi!r} needs launcher srun, "
-                        f"not {study.launcher}")
+    if study.srun_mpi is not None and study.launcher not in ("srun", "auto"):
+        raise ApmtError(f"{path}: field 'srun_mpi': {study.srun_mpi!r} needs launcher srun "
+                        f"or auto, not {study.launcher}")
     if study.metrics is not None and study.backend == "none":
         raise ApmtError(f"{path}: field 'metrics': {list(study.metrics)!r} needs a backend, "
                         "but backend is none")
@@ -425,43 +432,66 @@ def _check_accepted(study: Study, path: Path) -> None:
 
 
 def _check_template(template: str, key: str, study: Study, path: Path) -> None:
-    """Every ``{name}`` in a template is known, and the template formats for every run."""
-    known = [*RUN_PLACEHOLDERS, *study.param_names]
-    try:
-        fields = [name for _, name, _, _ in string.Formatter().parse(template)
-                  if name is not None]
-    except ValueError as error:
-        raise ApmtError(f"{path}: field {key!r}: {template!r} is not a valid template "
-                        f"({error}; write a literal brace as {{{{ or }}}})") from None
-    for name in fields:
-        if name not in known:
-            raise ApmtError(f"{path}: field {key!r}: unknown placeholder {{{name}}} in "
-                            f"{template!r} (known: {', '.join('{' + k + '}' for k in known)})")
+    """Every ``{name}`` in a template is known and bare, and the template fills for a run."""
+    words = _template_words(template, key, path) if key == "command" else [template]
+    for word in words:
+        _check_fields(word, template, key, study, path)
     for run in study.runs()[:1]:
         try:
-            template.format(**run.placeholders(Path("run")))
+            for word in words:
+                word.format(**run.placeholders(Path("run")))
         except (ValueError, KeyError, IndexError) as error:
             raise ApmtError(f"{path}: field {key!r}: {template!r} does not format "
                             f"({error})") from None
     if key == "command":
-        _check_command_shape(template, path)
+        _check_command_shape(words, template, path)
 
 
-def _check_command_shape(command: str, path: Path) -> None:
-    """The wrapper ``exec``s the command: it must be one program with its arguments."""
+def _template_words(template: str, key: str, path: Path) -> list[str]:
     try:
-        words = shlex.split(command)
+        words = shlex.split(template)
     except ValueError as error:
-        raise ApmtError(f"{path}: field 'command': {command!r}: {error}") from None
+        raise ApmtError(f"{path}: field {key!r}: {template!r}: {error}") from None
     if not words:
-        raise ApmtError(f"{path}: field 'command' is empty")
+        raise ApmtError(f"{path}: field {key!r} is empty")
+    return words
+
+
+def _check_fields(word: str, template: str, key: str, study: Study, path: Path) -> None:
+    """Only bare known names: a format specification or conversion (``{p:>400000000}``)
+    is not documented and could blow up a word, so it is refused."""
+    known = [*RUN_PLACEHOLDERS, *study.param_names]
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion
+                  in string.Formatter().parse(word) if name is not None]
+    except ValueError as error:
+        raise ApmtError(f"{path}: field {key!r}: {template!r} is not a valid template "
+                        f"({error}; write a literal brace as {{{{ or }}}})") from None
+    for name, spec, conversion in fields:
+        if name not in known:
+            raise ApmtError(f"{path}: field {key!r}: unknown placeholder {{{name}}} in "
+                            f"{template!r} (known: {', '.join('{' + k + '}' for k in known)})")
+        if spec or conversion:
+            shown = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            raise ApmtError(f"{path}: field {key!r}: placeholder {{{shown[:40]}}} has a format "
+                            f"specification; write {{{name}}} (no ':' or '!')")
+
+
+def _check_command_shape(words: list[str], command: str, path: Path) -> None:
+    """The words run without a shell: a word that is a shell operator means a shell was
+    expected, and is refused rather than passed to the program as text."""
     if "=" in words[0]:
         raise ApmtError(f"{path}: field 'command': {words[0]!r} sets a variable; put it in "
                         "the field 'env'")
     for operator in SHELL_OPERATORS:
         if any(word == operator or word.startswith(operator) for word in words):
             raise ApmtError(f"{path}: field 'command': {command!r} uses the shell operator "
-                            f"{operator!r}; give one program with its arguments")
+                            f"{operator!r}, but runs without a shell; give one program with "
+                            "its arguments")
+    body, _ = _split_stdin(words)
+    if body[0].startswith(STDIN) or any(word.startswith(STDIN) for word in body):
+        raise ApmtError(f"{path}: field 'command': {command!r}: '<' takes one file and ends "
+                        "the command ('PROGRAM ARGS < FILE')")
 
 
 def check_setup(study: Study) -> None:
@@ -514,19 +544,38 @@ def with_frequency(study: Study, ghz: float) -> Study:
 
 def program_of(study: Study, run: Run, run_dir: Path) -> str:
     """The application's program: the first word of its command line."""
-    return shlex.split(app_command(study, run, run_dir))[0]
+    return app_words(study, run, run_dir)[0][0]
+
+
+def app_words(study: Study, run: Run, run_dir: Path) -> tuple[list[str], str | None]:
+    """The application's words for one run, each template word filled on its own, and the
+    file for its standard input (``< FILE`` at the end) or None."""
+    values = run.placeholders(run_dir)
+    words, stdin = _split_stdin(shlex.split(study.command))
+    return ([word.format(**values) for word in words],
+            None if stdin is None else stdin.format(**values))
+
+
+def _split_stdin(words: list[str]) -> tuple[list[str], str | None]:
+    if len(words) > 2 and words[-2] == STDIN:
+        return words[:-2], words[-1]
+    if len(words) > 1 and words[-1].startswith(STDIN) and len(words[-1]) > 1:
+        return words[:-1], words[-1][1:]
+    return words, None
 
 
 def app_command(study: Study, run: Run, run_dir: Path) -> str:
-    """The application's command line for one run (shell words)."""
-    return study.command.format(**run.placeholders(run_dir))
+    """The application's command line for one run, every word quoted: what the rank
+    script execs (a shell there reads nothing of the template as syntax)."""
+    words, stdin = app_words(study, run, run_dir)
+    return shlex.join(words) + ("" if stdin is None else f" < {shlex.quote(stdin)}")
 
 
 def find_program(program: str) -> Path | None:
-    """Where the program is: a path as given (``~`` and ``$VAR`` expanded), or on PATH."""
-    expanded = os.path.expandvars(os.path.expanduser(program))
-    if "/" in expanded:
-        path = Path(expanded)
+    """Where the program is: a path as given (no ``~`` or ``$VAR``: no shell expands
+    them), or on PATH."""
+    if "/" in program:
+        path = Path(program)
         return path.resolve() if path.is_file() and os.access(path, os.X_OK) else None
-    found = shutil.which(expanded)
+    found = shutil.which(program)
     return Path(found).resolve() if found else None

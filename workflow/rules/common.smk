@@ -3,6 +3,7 @@
 
 import copy
 import json
+import os
 import re
 import shlex
 import sys
@@ -11,9 +12,17 @@ from pathlib import Path
 
 import yaml
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
+
+from apmt.errors import ApmtError
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
+
+# A profiling job ends its runs (mpirun and every rank) when this Snakemake process dies, even
+# by SIGKILL, which leaves the job's shell running: apmt profile watches this process
+# (apmt/collect/interrupt.py). Under Slurm the job's own Snakemake sets its process here.
+os.environ.update(APMT_WATCH_PID=str(os.getpid()))
 
 # the keys each study's `refine` gives itself, before validation fills in the defaults
 GIVEN_REFINE = {name: dict((study or {}).get("refine") or {})
@@ -187,14 +196,78 @@ def base_p(study: str) -> list[int]:
 @cache
 def study_launcher(study: str) -> str:
     data = yaml.safe_load(Path(config["studies"][study]["profile"]).read_text()) or {}
-    return str(data.get("launcher", "mpirun"))
+    return str(data.get("launcher", "auto"))
+
+
+def job_launcher(study: str) -> str:
+    """The launcher the study's jobs will use: `auto` (the default) is srun in a Slurm job,
+    mpirun here (apmt.collect.launch.resolve_launcher decides the same in the job)."""
+    from apmt.collect.launch import resolve_launcher
+
+    launcher = study_launcher(study)
+    if launcher == "auto":
+        return "srun" if submits_to_slurm() else resolve_launcher(launcher, {})
+    return launcher
 
 
 def mpi_resource(wildcards) -> str:
     """The launcher, which marks an MPI job for the Slurm executor: it asks sbatch for P
     tasks and runs the job's command as it is (apmt's launcher starts the ranks inside the
     allocation). Empty for P=1, which the executor takes as one task."""
-    return study_launcher(wildcards.study) if int(wildcards.p) > 1 else ""
+    return job_launcher(wildcards.study) if int(wildcards.p) > 1 else ""
+
+
+def submits_to_slurm() -> bool:
+    """Whether this Snakemake submits its jobs with sbatch (--executor slurm, as the Slurm
+    profile sets); known only once the workflow runs, when resources are evaluated."""
+    plugin = workflow.executor_plugin
+    return plugin is not None and plugin.name in ("slurm", "snakemake-executor-plugin-slurm")
+
+
+def site_overcommits(rule: str) -> bool:
+    """A profile's set-resources gives this rule sbatch --overcommit itself (its slurm_extra,
+    as tests/slurm-site does)."""
+    given = workflow.resource_settings.overwrite_resources.get(rule) or {}
+    extra = given["slurm_extra"] if "slurm_extra" in given else ""
+    return "--overcommit" in str(getattr(extra, "raw", extra))
+
+
+def overcommits(wildcards, rule: str) -> bool:
+    """Whether a profiling job needs sbatch --overcommit: under Slurm, P above every
+    partition's CPUs; refused with one line (before submission) unless the config's
+    slurm_overcommit or the rule's slurm_extra allows it."""
+    if not submits_to_slurm():
+        return False
+    from apmt.collect.slurm import needs_overcommit
+
+    allowed = config["slurm_overcommit"] or site_overcommits(rule)
+    try:
+        return needs_overcommit(int(wildcards.p), f"{rule}: study {wildcards.study}", allowed)
+    except ApmtError as error:
+        raise WorkflowError(str(error)) from None
+
+
+def profile_tasks(wildcards) -> int:
+    """The profiling job's Slurm tasks: P (checked against the cluster first)."""
+    overcommits(wildcards, "profile_p")
+    return int(wildcards.p)
+
+
+def frequency_tasks(wildcards) -> int:
+    overcommits(wildcards, "profile_frequency")
+    return int(wildcards.p)
+
+
+def profile_slurm_extra(wildcards) -> str:
+    """sbatch options of a profiling job: the node to itself, and --overcommit when P
+    exceeds the CPUs and the config allows it (a profile's set-resources replaces this)."""
+    return "--exclusive --overcommit" if overcommits(wildcards, "profile_p") else "--exclusive"
+
+
+def frequency_slurm_extra(wildcards) -> str:
+    """The rerun's --cpu-freq (the decision's), and --overcommit as for profile_p."""
+    over = overcommits(wildcards, "profile_frequency")
+    return cpu_freq_extra(wildcards) + (" --overcommit" if over else "")
 
 
 def stored_option(wildcards) -> str:

@@ -17,10 +17,13 @@ rule profile_p:
     # the runs' timings are the data: locally nothing else runs beside them
     threads: workflow.cores
     resources:
-        tasks=lambda wildcards: int(wildcards.p),
+        # under Slurm, a P no partition can hold is refused here, before submission
+        tasks=profile_tasks,
         mpi=mpi_resource,
         # under Slurm: one CPU per rank (threads above only keeps a local run to itself)
         cpus_per_task=1,
+        # the node to the runs (their timings are the data); --overcommit where allowed
+        slurm_extra=profile_slurm_extra,
     params:
         stored=stored_option,
     log:
@@ -45,11 +48,11 @@ rule profile_frequency:
         mhz=r"[1-9][0-9]*",
     threads: workflow.cores
     resources:
-        tasks=lambda wildcards: int(wildcards.p),
+        tasks=frequency_tasks,
         mpi=mpi_resource,
         cpus_per_task=1,
         # the decision's cpu_freq_option; locally apmt pins the frequency itself
-        slurm_extra=cpu_freq_extra,
+        slurm_extra=frequency_slurm_extra,
     params:
         ghz=lambda wildcards: frequency_ghz_of(wildcards.mhz),
     log:

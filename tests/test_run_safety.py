@@ -1,0 +1,318 @@
+"""What a profiling run may not do behind the user's back: run a shell on the command
+template, lose a rank's file silently, or leave ranks running after an interrupt.
+
+The runs are real: mpirun starting ``echo`` or a small MPI program from tests/mpi_programs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from apmt.collect.extract import extract
+from apmt.collect.runner import load_study_machine, make_backends, run_study
+from apmt.collect.study import load_study
+from apmt.errors import ApmtError
+
+REPO = Path(__file__).resolve().parents[1]
+HAVE_MPI = bool(shutil.which("mpicc") and shutil.which("mpirun"))
+needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs mpicc and mpirun (Open MPI)")
+PROGRAMS = REPO / "tests" / "mpi_programs"
+
+
+@pytest.fixture(scope="module")
+def ring(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/mpi_programs/ring.c built with mpicc: ``ring N STEPS``."""
+    if not HAVE_MPI:
+        pytest.skip("needs mpicc and mpirun (Open MPI)")
+    program = tmp_path_factory.mktemp("ring") / "ring"
+    subprocess.run(["mpicc", "-O1", "-g", "-o", str(program), str(PROGRAMS / "ring.c")],
+                   check=True)
+    return program
+
+
+def study_file(folder: Path, name: str = "s", **fields: object) -> Path:
+    data = {"name": name, "command": "true {n}", "p": [1], "params": {"n": [1]},
+            "backend": "none", "trace_mpi": False, **fields}
+    data = {key: value for key, value in data.items() if value is not None}
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+# ------------------------------------------------------------------ commands without a shell
+
+@needs_mpi
+@pytest.mark.parametrize("command", ["echo hello|touch FILE", "echo x$(touch FILE)",
+                                     "echo 'a;touch FILE' x`touch FILE`"])
+def test_the_template_runs_without_a_shell(tmp_path: Path, command: str) -> None:
+    """Shell syntax inside a word is the program's text: nothing creates FILE, and echo
+    prints the words as they were typed."""
+    study = load_study(study_file(tmp_path, command=command, p=[1, 2], params={}))
+    records = run_study(study, tmp_path / "results", [])
+    assert [r.status for r in records] == ["ok", "ok"], [r.line() for r in records]
+    for record in records:
+        assert not (record.run_dir / "FILE").exists()
+        assert not list(tmp_path.rglob("FILE"))
+        printed = (record.run_dir / "stdout.log").read_text().splitlines()
+        words = command.split(" ", 1)[1].replace("'", "")
+        assert printed == [words] * record.p, printed
+
+
+@needs_mpi
+def test_placeholders_fill_one_word_each(tmp_path: Path) -> None:
+    """A folder with a space stays one argument; ``< FILE`` is the standard input."""
+    folder = tmp_path / "a b"
+    folder.mkdir()
+    (folder / "in.txt").write_text("from stdin\n")
+    study = load_study(study_file(folder, command="sh -c 'cat; echo \"$1\"' x {run_dir} "
+                                  "< {run_dir}/in.txt", p=[1], params={},
+                                  setup=["in.txt"]))
+    # sh is the application here (a program like any other), given its words as they are
+    record = run_study(study, folder / "results", [])[0]
+    assert record.status == "ok", record.line()
+    assert (record.run_dir / "stdout.log").read_text().splitlines() == [
+        "from stdin", str(record.run_dir)]
+
+
+@pytest.mark.parametrize(("command", "fragment"), [
+    ("app {n:>400000000}", "{n:>400000000}"),
+    ("app {p!r}", "{p!r}"),
+    ("app {p:05d}", "{p:05d}"),
+    ("app {n} | tee out", "'|'"),
+    ("app {n} ; rm x", "';'"),
+    ("app < in.txt extra", "'<'"),
+    ("< in.txt app", "'<'"),
+])
+def test_bad_templates_are_one_line(tmp_path: Path, command: str, fragment: str) -> None:
+    path = study_file(tmp_path, command=command)
+    with pytest.raises(ApmtError) as caught:
+        load_study(path)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{path}: field 'command'"), message
+    assert fragment in message and len(message) < 300, message
+
+
+# ------------------------------------------------------------------- nothing lost silently
+
+@pytest.fixture(scope="module")
+def recorded_run(ring: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One 2-rank run of ring under cachegrind (a file per rank), as the issue's example."""
+    if not shutil.which("valgrind"):
+        pytest.skip("needs valgrind")
+    folder = tmp_path_factory.mktemp("recorded")
+    study = load_study(study_file(folder, "rec", command=f"{ring} 20000 20", p=[2], params={},
+                                  backend="cachegrind", machine="generic-x86-2core-vm"))
+    backends = make_backends(study, load_study_machine(study))
+    records = run_study(study, folder / "results", backends)
+    assert [r.status for r in records] == ["ok"], [r.line() for r in records]
+    return {"study": study, "results": folder / "results", "backends": backends,
+            "run_dir": records[0].run_dir}
+
+
+def test_a_finished_run_records_its_files(recorded_run: dict) -> None:
+    run_dir = recorded_run["run_dir"]
+    files = json.loads((run_dir / "run.json").read_text())["files"]
+    assert files["cachegrind.1.out"]["rank"] == 1 and files["cachegrind.0.out"]["rank"] == 0
+    for name, entry in files.items():
+        assert entry["bytes"] == (run_dir / name).stat().st_size > 0 or name.endswith(".log")
+        assert len(entry["sha256"]) == 64
+    assert "run.json" not in files and "done" not in files
+
+
+@pytest.mark.parametrize("damage", ["delete", "cut", "change", "run.json"])
+def test_extraction_names_a_lost_or_damaged_file(recorded_run: dict, damage: str) -> None:
+    """A rank's file gone, cut or changed, or the record itself cut: one line naming the
+    file, and no table made from what is left."""
+    run_dir, study = recorded_run["run_dir"], recorded_run["study"]
+    out = run_dir.parent / f"tables-{damage}"
+    extract(recorded_run["results"], study, recorded_run["backends"], out_dir=out)  # whole
+    victim = run_dir / ("run.json" if damage == "run.json" else "cachegrind.1.out")
+    saved = victim.read_bytes()
+    try:
+        if damage == "delete":
+            victim.unlink()
+        elif damage in ("cut", "run.json"):
+            victim.write_bytes(saved[:len(saved) // 2])
+        else:
+            victim.write_bytes(saved.replace(b"fn=", b"fx=", 1))
+        assert damage != "change" or victim.stat().st_size == len(saved)
+        with pytest.raises(ApmtError) as caught:
+            extract(recorded_run["results"], study, recorded_run["backends"],
+                    out_dir=run_dir.parent / f"again-{damage}")
+    finally:
+        victim.write_bytes(saved)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{victim}: "), message
+    expected = {"delete": "missing: rank 1's file", "cut": "(cut)",
+                "change": "changed since the run finished", "run.json": "damaged: not valid JSON"}
+    assert expected[damage] in message, message
+    assert not (run_dir.parent / f"again-{damage}").exists()
+
+
+# ---------------------------------------------------------------------- interrupts stop work
+
+LONG_STEPS = 2_000_000       # ring at N=20000: about 0.2 ms a step, minutes in all
+
+
+def ring_study(folder: Path, ring: Path) -> Path:
+    """A short run that finishes, then a long one to interrupt (2 ranks each)."""
+    return study_file(folder, "long", command=f"{ring} {{n}} {{steps}}", p=[2], params=None,
+                      points=[{"n": 2000, "steps": 10}, {"n": 20000, "steps": LONG_STEPS}])
+
+
+def processes_of(program: Path) -> list[int]:
+    """Processes running this program (by their command line)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(program).encode() in (entry / "cmdline").read_bytes():
+                out.append(int(entry.name))
+        except OSError:
+            continue
+    return out
+
+
+def wait_for_ranks(raw: Path, program: Path, limit_s: float = 60) -> Path:
+    """The long run's folder, once both its ranks run."""
+    run_dir = raw / f"p2_n20000_steps{LONG_STEPS}_r1"
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if (run_dir / "rank.1.pid").exists() and (run_dir / "rank.0.pid").exists() \
+                and len(processes_of(program)) >= 2:
+            return run_dir
+        time.sleep(0.05)
+    raise AssertionError(f"the long run did not start within {limit_s} s")
+
+
+def seconds_until_gone(program: Path, limit_s: float = 20) -> float:
+    start = time.monotonic()
+    while processes_of(program) and time.monotonic() - start < limit_s:
+        time.sleep(0.05)
+    left = processes_of(program)
+    for pid in left:                      # no orphans left behind by a failing test
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"ranks of {program} still run after {limit_s} s"
+    return time.monotonic() - start
+
+
+def apmt_profile(study: Path, results: Path) -> subprocess.Popen:
+    apmt = Path(sys.executable).parent / "apmt"
+    return subprocess.Popen([str(apmt), "profile", str(study), "--results", str(results),
+                             "--no-extract"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+@needs_mpi
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_a_signal_to_apmt_profile_ends_its_ranks(ring: Path, tmp_path: Path,
+                                                 signum: int) -> None:
+    """SIGINT or SIGTERM: the launch is ended, the run marked unfinished, and apmt exits
+    128 + the signal with one line; SIGKILL: the kernel ends mpirun (parent-death signal),
+    which ends its ranks. A rerun redoes the interrupted run and keeps the finished one."""
+    program = tmp_path / "ring"
+    shutil.copy2(ring, program)           # a path of its own: only this test's ranks count
+    study = ring_study(tmp_path, program)
+    process = apmt_profile(study, tmp_path / "results")
+    run_dir = wait_for_ranks(tmp_path / "results" / "raw" / "long", program)
+    process.send_signal(signum)
+    gone = seconds_until_gone(program)
+    out, err = process.communicate(timeout=30)
+    print(f"{signal.Signals(signum).name}: ranks gone after {gone:.2f} s")
+    assert gone < 10
+    assert not (run_dir / "done").exists()
+    if signum != signal.SIGKILL:
+        assert process.returncode == 128 + signum, (out, err)
+        assert err.strip().splitlines()[-1] == (
+            f"apmt: error: {run_dir.name}: interrupted by {signal.Signals(signum).name}: "
+            "unfinished, a rerun redoes it"), err
+        recorded_interrupt(run_dir)
+    finished = run_dir.parent / "p2_n2000_steps10_r1"
+    stamp = (finished / "run.json").stat().st_mtime_ns
+    # the rerun: the finished run skipped, the interrupted one moved aside and started again
+    again = apmt_profile(study, tmp_path / "results")
+    wait_for_ranks(tmp_path / "results" / "raw" / "long", program)
+    again.terminate()
+    seconds_until_gone(program)
+    out = again.communicate(timeout=30)[0]
+    assert "p2_n2000_steps10_r1: finished before, skipped" in out, out
+    assert (finished / "run.json").stat().st_mtime_ns == stamp
+    assert len(list(run_dir.parent.glob(f"{run_dir.name}.failed-*"))) == 1
+
+
+@needs_mpi
+def test_ranks_do_not_outlive_a_killed_snakemake(ring: Path, tmp_path: Path) -> None:
+    """SIGKILL of Snakemake leaves its job's shell and apmt profile running; apmt watches
+    Snakemake (APMT_WATCH_PID, set by the workflow), so the ranks end within seconds."""
+    program = tmp_path / "ring"
+    shutil.copy2(ring, program)
+    for name in ("Snakefile", "workflow", "profiles"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, tmp_path / name)
+    (tmp_path / "config" / "studies").mkdir(parents=True)
+    shutil.move(ring_study(tmp_path, program), tmp_path / "config" / "studies" / "long.yaml")
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(
+        {"studies": {"long": {"profile": "config/studies/long.yaml", "holdout": None}}}))
+    snakemake = Path(sys.executable).parent / "snakemake"
+    process = subprocess.Popen([str(snakemake), "--cores", "2", "results/long/runs/p2.json"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    try:
+        run_dir = wait_for_ranks(tmp_path / "results" / "raw" / "long", program, 120)
+    except AssertionError:
+        process.kill()
+        raise AssertionError(process.communicate()[0]) from None
+    process.kill()
+    process.wait()
+    gone = seconds_until_gone(program)
+    print(f"Snakemake SIGKILL: ranks gone after {gone:.2f} s")
+    assert gone < 10
+    info = recorded_interrupt(run_dir)
+    assert "(Snakemake) ended" in info["error"], info["error"]
+    assert not (run_dir / "done").exists()
+
+
+def recorded_interrupt(run_dir: Path, limit_s: float = 20) -> dict:
+    """The run's record once apmt, which outlives its ranks by a moment, marked it."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        info = json.loads((run_dir / "run.json").read_text())
+        if info.get("interrupted") or time.monotonic() > deadline:
+            assert info.get("interrupted") is True and info["ok"] is False, info
+            return info
+        time.sleep(0.1)
+
+
+# ------------------------------------------------------------------------- Slurm as typed
+
+def test_auto_is_srun_inside_an_allocation_and_mpirun_elsewhere() -> None:
+    from apmt.collect.launch import resolve_launcher
+    assert resolve_launcher("auto", {"SLURM_JOB_ID": "4711"}) == "srun"
+    expected = "mpirun" if shutil.which("mpirun") or not shutil.which("mpiexec") else "mpiexec"
+    assert resolve_launcher("auto", {"PATH": os.environ.get("PATH", "")}) == expected
+    assert resolve_launcher("mpirun", {"SLURM_JOB_ID": "4711"}) == "mpirun"   # as typed
+    assert load_study(REPO / "config/studies/lammps-lj.yaml").launcher == "auto"
+
+
+def test_a_p_beyond_every_partition_needs_overcommit() -> None:
+    from apmt.collect.slurm import needs_overcommit, parse_sinfo
+    known = parse_sinfo("local|0/2/0/2|1\nbig|8/24/0/32|1\nbig|0/32/0/32|1\nbad line\n")
+    assert [(k.name, k.cpus, k.nodes) for k in known] == [("local", 2, 1), ("big", 64, 2)]
+    assert not needs_overcommit(64, "study s", False, known)
+    assert needs_overcommit(65, "study s", True, known)
+    with pytest.raises(ApmtError) as caught:
+        needs_overcommit(65, "profile_p: study s", False, known)
+    assert str(caught.value).startswith("profile_p: study s: P=65 asks Slurm for 65 tasks, "
+                                        "but the largest partition (big: 2 node(s)) has 64 CPUs")
+    assert not needs_overcommit(10**6, "study s", False, [])     # no sinfo: Slurm decides
