@@ -264,9 +264,10 @@ def test_shipped_studies_load() -> None:
         assert all(round(p ** 0.5) ** 2 == p for p in studies[name].p)
     for name in ("npb-cg", "npb-mg", "npb-ft", "npb-lu", "npb-ep"):
         assert all(p & (p - 1) == 0 for p in studies[name].p), name
-    for study in studies.values():
+    for study in studies.values():     # NPB: one file for mpirun here and srun under Slurm
         if study.name != "lammps-lj":
-            assert study.launcher == "srun"
+            assert study.launcher == ("auto" if study.name.startswith("npb") else "srun")
+            assert study.srun_mpi == "pmix"
 
 
 # ------------------------------------------------------------------------------ launchers

@@ -110,7 +110,8 @@ def app_command(command: Command) -> str:
     runs work in their own folders), braces escaped for the study's template."""
     program = find_program(command.program)
     if program is None:
-        if not command.args and not Path(command.program).exists():   # a mistyped folder?
+        bare = command.p is None and not command.launcher_args and not command.args
+        if bare and not Path(command.program).exists():   # a mistyped study folder?
             raise ApmtError(f"{command.program}: no such study folder, nor a program")
         raise ApmtError(f"{command.program}: program not found (not an executable file, nor "
                         "on PATH)")
