@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_collect import HAVE_MPI, study_file
 
 from apmt.collect.extract import extract
 from apmt.collect.runner import load_study_machine, make_backends, run_study
@@ -25,7 +26,6 @@ from apmt.collect.study import load_study
 from apmt.errors import ApmtError
 
 REPO = Path(__file__).resolve().parents[1]
-HAVE_MPI = bool(shutil.which("mpicc") and shutil.which("mpirun"))
 needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs mpicc and mpirun (Open MPI)")
 PROGRAMS = REPO / "tests" / "mpi_programs"
 
@@ -39,15 +39,6 @@ def ring(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run(["mpicc", "-O1", "-g", "-o", str(program), str(PROGRAMS / "ring.c")],
                    check=True)
     return program
-
-
-def study_file(folder: Path, name: str = "s", **fields: object) -> Path:
-    data = {"name": name, "command": "true {n}", "p": [1], "params": {"n": [1]},
-            "backend": "none", "trace_mpi": False, **fields}
-    data = {key: value for key, value in data.items() if value is not None}
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
 
 
 # ------------------------------------------------------------------ commands without a shell

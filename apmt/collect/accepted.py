@@ -24,6 +24,7 @@ from apmt.inputs import MAX_P
 
 FORMS = ("any", "powers_of_two", "squares", "cubes")
 KEYS = ("form", "values", "max")
+EXPONENTS = {"squares": 2, "cubes": 3}
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class AcceptedP:
             return p & (p - 1) == 0
         if self.form == "any":
             return True
-        exponent = {"squares": 2, "cubes": 3}[self.form]
+        exponent = EXPONENTS[self.form]
         root = round(p ** (1 / exponent))
         return any((root + step) ** exponent == p for step in (-1, 0, 1))
 
@@ -56,7 +57,7 @@ class AcceptedP:
         if self.form == "powers_of_two":
             found = (2**k for k in range(top.bit_length()))
         else:
-            exponent = {"squares": 2, "cubes": 3}[self.form]
+            exponent = EXPONENTS[self.form]
             found = (k**exponent for k in range(1, math.isqrt(top) + 2))
         return [p for p in found if low <= p <= top]
 
