@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -238,32 +239,58 @@ def test_the_artifact_rebuilds_identically_from_the_stored_runs_alone(batch, rin
     assert manifest.read_text() == published
 
 
+def finished_profile_jobs(log_lines: list[str]) -> set[str]:
+    """The P whose profiling job Snakemake itself reported finished: a job whose run record is
+    written but whose end Snakemake had not yet registered counts as interrupted, rightly."""
+    p_of_job: dict[str, str] = {}
+    job = ""
+    finished = set()
+    for line in log_lines:
+        text = line.strip()
+        if text.startswith("jobid:"):
+            job = text.split(":", 1)[1].strip()
+        elif text.startswith("wildcards: study=slow, p=") and job:
+            p_of_job[job] = "p" + text.rsplit("p=", 1)[1].strip()
+        elif text.startswith("Finished jobid:"):
+            finished.add(text.split(":", 1)[1].split()[0])
+    return {p_of_job[j] for j in finished if j in p_of_job}
+
+
 def test_a_job_killed_midway_is_redone_alone(ring: Path, tmp_path: Path) -> None:
     """Interrupt Snakemake and its jobs (Ctrl-C: SIGINT to the process group) while a
     profiling job runs; the next run redoes that job only, and the raw runs that had finished
     stay as they were."""
     folder = workflow_copy(tmp_path, ring, {"slow": {"args": f"20000 {4 * STEPS}",
-                                                     "p": [1, 2]}}, refine={"max_rounds": 0})
+                                                     "p": [1, 2], "repetitions": 3}},
+                           refine={"max_rounds": 0})
     target = "results/slow/rounds/r0/measurements.csv"
+    # unbuffered: Snakemake's lines must arrive as it writes them, not when a pipe's buffer fills
     process = subprocess.Popen(snakemake_command("--cores", "2", target), cwd=folder,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
+                               start_new_session=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    log_lines: list[str] = []
+    reader = threading.Thread(target=lambda: log_lines.extend(process.stdout), daemon=True)
+    reader.start()
     raw = folder / "results/raw/slow"
-    runs = folder / "results/slow/runs"
     deadline = time.monotonic() + 300
-    # wait until one P is finished and the next job has finished a run of its own
+    # wait until Snakemake has finished one P and the next job has finished a run of its own
+    # and is running another
+    finished: set[str] = set()
     while time.monotonic() < deadline and process.poll() is None:
-        finished_p = list(runs.glob("p*.json")) if runs.is_dir() else []
-        started = {d.name.split("_")[0] for d in raw.glob("p*_r*") if (d / "done").exists()} \
-            if raw.is_dir() else set()
-        if finished_p and len(started - {f.stem for f in finished_p}) >= 1:
+        finished = finished_profile_jobs(list(log_lines))
+        run_dirs = list(raw.glob("p*_r*")) if raw.is_dir() else []
+        done = {d.name.split("_")[0] for d in run_dirs if (d / "done").exists()}
+        running = {d.name.split("_")[0] for d in run_dirs if not (d / "done").exists()}
+        if finished and (done & running) - finished:
             break
         time.sleep(0.05)
-    assert process.poll() is None, process.communicate()[0]
+    assert process.poll() is None, "".join(log_lines)
     os.killpg(process.pid, signal.SIGINT)
-    interrupted = process.communicate(timeout=120)[0]
+    process.wait(timeout=120)
+    reader.join(timeout=10)
+    interrupted = "".join(log_lines)
     assert process.returncode != 0, interrupted
-    finished = {f.stem for f in runs.glob("p*.json")}
     kept = {d: (d / "run.json").stat().st_mtime_ns for d in raw.glob("p*_r*")
             if (d / "done").exists()}
     assert kept and finished

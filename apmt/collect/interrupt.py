@@ -9,7 +9,9 @@ the ranks', which Open MPI puts in groups of their own) and ends the whole sessi
 - apmt itself is killed with SIGKILL: the launcher gets SIGTERM from the kernel
   (``PR_SET_PDEATHSIG``) and passes it on to its ranks.
 The run that was interrupted is written down as such (no ``done``), so a rerun redoes it and
-keeps the finished ones.
+keeps the finished ones. A signal whose exception Python swallows (one that lands in a fork
+handler while a launch starts is printed as "Exception ignored" and lost) is raised again by
+``raise_if_interrupted``, right after each launch starts and before each run.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def stopped_by_signals() -> Iterator[None]:
         return
     previous = {signum: signal.signal(signum, _raise) for signum in SIGNALS
                 if signum != signal.SIGHUP or signal.getsignal(signum) is not signal.SIG_IGN}
+    _RECEIVED.clear()
     stop = threading.Event()
     watchdog = threading.Thread(target=_watch, args=(watched(), stop), daemon=True,
                                 name="apmt-watchdog")
@@ -72,10 +75,20 @@ def stopped_by_signals() -> Iterator[None]:
 
 
 def _raise(signum: int, frame: object) -> None:
-    raise Interrupted(signum, _CAUSE.pop(0) if _CAUSE else None)
+    stop = Interrupted(signum, _CAUSE.pop(0) if _CAUSE else None)
+    _RECEIVED.append(stop)
+    raise stop
+
+
+def raise_if_interrupted() -> None:
+    """Raise again a signal that arrived while the work went on: its exception was swallowed
+    where Python ignores exceptions (at-fork handlers, finalizers)."""
+    if _RECEIVED:
+        raise _RECEIVED[0]
 
 
 _CAUSE: list[str] = []   # why the watchdog sent SIGTERM, for the run's record
+_RECEIVED: list[Interrupted] = []   # the signals received inside stopped_by_signals
 
 
 def watched() -> dict[int, str]:

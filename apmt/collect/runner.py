@@ -43,6 +43,7 @@ from apmt.collect.backends.base import Backend
 from apmt.collect.interrupt import (
     die_with_parent,
     interrupt_reason,
+    raise_if_interrupted,
     stopped_by_signals,
 )
 from apmt.collect.launch import (
@@ -436,6 +437,7 @@ def run_study(study: Study, results_dir: str | Path, backends: list[Backend],
     records = []
     with stopped_by_signals():
         for planned in plan(study, results_dir, backends, launcher):
+            raise_if_interrupted()
             record = _run_one(study, planned, versions, annotate)
             records.append(record)
             if report is not None:
@@ -563,6 +565,7 @@ def execute(command: list[str], run_dir: Path, timeout_s: float) -> dict:
                                    preexec_fn=die_with_parent)
         timed_out = False
         try:
+            raise_if_interrupted()
             process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
