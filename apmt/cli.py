@@ -43,7 +43,8 @@ EXIT_ERROR = 2
 STDOUT = Path("-")
 SIDECAR_SUFFIX = ".provenance.json"
 DEFAULT_BASELINES = "analytic,amdahl,powerlaw"
-CLASS_ORDER = ("key", "non-scalable", "communication", "aggregated", "application")
+CLASS_ORDER = ("key", "non-scalable", "communication", "runtime", "aggregated",
+               "application")
 log = logging.getLogger("apmt")
 
 
@@ -265,6 +266,8 @@ def _add_model_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--app-kernel", metavar="NAME", help="kernel that is the whole application")
     sub.add_argument("--threshold", type=_share, default=0.05,
                      help="share of the cost above which a kernel is key (default 0.05)")
+    sub.add_argument("--kernel", dest="interest", action="append", default=[], metavar="NAME",
+                     help="a kernel of interest: key whatever its share (repeatable)")
     sub.add_argument("--scaling", choices=("strong", "weak"), default="strong")
 
 
@@ -617,7 +620,7 @@ def _model_inputs(args: argparse.Namespace, params: list[str],
     machine = load_machine(args.machine) if args.machine else None
     return comm, {"machine": machine, "app_kernel": args.app_kernel,
                   "per_rank_params": per_rank, "threshold": args.threshold,
-                  "scaling": args.scaling}
+                  "scaling": args.scaling, "interest": frozenset(args.interest)}
 
 
 def _read_with_params(args: argparse.Namespace, path: Path,

@@ -1,9 +1,16 @@
 """Kernel classification (paper 000, 3.2): key, non-scalable, communication, aggregated.
 
-Functions are the candidates. With one measure of cost per run (``time`` where the functions
-have it measured, else ``cycles``, else ``instructions``: ``cost_metric``), a function is
-- ``communication`` when it is an MPI call (the communication model covers it);
-- ``key`` when its share of the application's cost exceeds the threshold in any run;
+Functions are the candidates. First the run-time system's parts are grouped into buckets
+(``runtime_buckets``): the MPI library's internals into ``<MPI runtime>``, the dynamic loader's
+into ``<loader>``, the OS kernel's and the C library's into ``<system>``, code no profiler could
+place into ``<unknown>``; the application's binary and its own libraries keep their functions.
+With one measure of cost per run (``time`` where the functions have it measured, else
+``cycles``, else ``instructions``: ``cost_metric``), a function is
+- ``communication`` when it is an MPI call or the MPI runtime (the communication model covers
+  it);
+- ``runtime`` when it is one of the other buckets: modelled on its own, never a key kernel;
+- ``key`` when its share of the application's cost outside the run-time system exceeds the
+  threshold in any run, or when the study lists it among its kernels of interest;
 - ``non-scalable`` when its cost per rank does not fall as P grows in strong scaling, or
   grows with P in weak scaling (a power-law slope in P above ``NONSCALABLE_SLOPE``): minor
   now, it may become a hotspot at scale;
@@ -23,6 +30,8 @@ from apmt.series import MIN_DISTINCT_P
 from apmt.tables import TIME_METRIC
 
 OTHERS = "<others>"
+MPI_RUNTIME, LOADER, SYSTEM, UNKNOWN = "<MPI runtime>", "<loader>", "<system>", "<unknown>"
+RUNTIME_BUCKETS = (MPI_RUNTIME, LOADER, SYSTEM, UNKNOWN)
 KEY_THRESHOLD = 0.05
 # cost ~ P^slope; -0.1 is 7% less per doubling of P, +0.1 is 7% more
 NONSCALABLE_SLOPE = {"strong": -0.1, "weak": 0.1}
@@ -32,7 +41,10 @@ MPI_NAME = re.compile(r"^(P?MPI_|p?mpi_)\w+", re.IGNORECASE)
 MPI_LIBRARY = re.compile(
     r"^(libmpi\w*|libmpich\w*|libmpifort\w*|libopen-pal|libopen-rte|libopen-orted-mpir|libpmix"
     r"|libprrte|libucp|libuct|libucs|libucm|libfabric|libpsm2?|libhcoll|libmca_\w+|mca_\w+"
-    r"|libompi\w*)$")
+    r"|libompi\w*|libhwloc|libevent\w*)$")
+# the C library's parts and the OS kernel, as samplers name them grouped (<libc>, <kernel>)
+SYSTEM_LIBRARY = re.compile(r"^(libc|libpthread|librt|libdl|libutil|libresolv|libanl|vdso"
+                            r"|vsyscall|kernel|libc\.musl[\w.-]*|ld-musl[\w.-]*)$")
 
 
 VERSION_SUFFIX = re.compile(r"@+[A-Za-z_][\w.]*$")
@@ -58,9 +70,46 @@ def is_mpi(kernel: str) -> bool:
     """An MPI call by the leaf name of its call path (C, Fortran and PMPI spellings), or an
     MPI library's internals grouped as ``<library>``."""
     leaf = kernel.rsplit("/", 1)[-1].strip()
+    if leaf == MPI_RUNTIME:
+        return True
     if leaf.startswith("<") and leaf.endswith(">"):
         return bool(MPI_LIBRARY.match(leaf[1:-1]))
     return bool(MPI_NAME.match(leaf))
+
+
+def runtime_bucket(kernel: str) -> str | None:
+    """The run-time system's bucket a kernel belongs to, or None for the application's own
+    code: a samplers' group of an MPI library, the loader, the C library or the OS kernel."""
+    if kernel in RUNTIME_BUCKETS:
+        return kernel
+    if not (kernel.startswith("<") and kernel.endswith(">")):
+        return None
+    library = kernel[1:-1]
+    if MPI_LIBRARY.match(library):
+        return MPI_RUNTIME
+    return SYSTEM if SYSTEM_LIBRARY.match(library) else None
+
+
+def runtime_buckets(table: pd.DataFrame, params: list[str]) -> tuple[pd.DataFrame, dict]:
+    """A points table with the run-time system's kernels summed into their buckets, and the
+    names each bucket holds (bucket -> sorted names): what the application does itself is
+    told apart from what its runtime does on its behalf."""
+    buckets = table["kernel"].map(runtime_bucket)
+    inside = buckets.notna() & (buckets != table["kernel"])
+    if not inside.any():
+        return table, {}
+    held = {bucket: sorted(set(table.loc[buckets == bucket, "kernel"]))
+            for bucket in sorted(set(buckets.dropna()))}
+    grouped = table.assign(kernel=buckets.where(buckets.notna(), table["kernel"]))
+    summed = summed_kernels(grouped[buckets.notna()], params)
+    return pd.concat([table[buckets.isna()], summed], ignore_index=True), held
+
+
+def summed_kernels(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+    """Points summed per kernel name, metric and point (the fewest repetitions of the parts
+    is the sum's)."""
+    return rows.groupby(["kernel", "metric", "p", *params], as_index=False, sort=False).agg(
+        value=("value", "sum"), reps=("reps", "min"))
 
 
 COST_METRICS = (TIME_METRIC, "cycles", "instructions")
@@ -82,29 +131,44 @@ def cost_metric(points: pd.DataFrame, app_kernel: str | None = None) -> str:
 
 def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = None,
              threshold: float = KEY_THRESHOLD, scaling: str = "strong",
-             metric: str | None = None) -> pd.DataFrame:
-    """Classify every kernel of a points table (see apmt.series.points) by its share of
-    ``metric`` (default: cost_metric's choice)."""
+             metric: str | None = None, interest: frozenset[str] = frozenset()
+             ) -> pd.DataFrame:
+    """Classify every kernel of a points table (see apmt.series.points; the run-time system
+    grouped by runtime_buckets) by its share of ``metric`` (default: cost_metric's choice).
+    The kernels of ``interest`` are key whatever their share. A kernel's share is of the
+    application's cost outside the run-time system, a bucket's of the whole."""
     metric = metric or cost_metric(points, app_kernel)
     cost = points[points["metric"] == metric]
     run = ["p", *params]
     totals = _totals(cost, run, app_kernel)
-    shares = cost.join(totals, on=run)
-    shares["share"] = shares["value"] / shares["total"]
+    is_runtime = cost["kernel"].map(lambda kernel: runtime_bucket(kernel) is not None)
+    runtime_cost = cost[is_runtime].groupby(run)["value"].sum()
+    own = totals.sub(runtime_cost.reindex(totals.index, fill_value=0.0)).where(
+        lambda total: total > 0).rename("own")
+    shares = cost.join(totals, on=run).join(own, on=run)
+    shares["share"] = shares["value"] / shares["own"].where(~is_runtime, shares["total"])
+    basis = metric if runtime_cost.empty else f"{metric} outside the run-time system"
     seen_at = points.groupby("kernel")["p"].nunique()
     rows = []
     for kernel, kernel_rows in shares.groupby("kernel", sort=True):
         max_share = float(kernel_rows["share"].max())
         slope = _slope(kernel_rows, params)
-        label, reason = _decide(kernel, max_share, slope, threshold, metric, app_kernel,
-                                NONSCALABLE_SLOPE[scaling])
+        label, reason = _decide(kernel, max_share, slope, threshold, basis, app_kernel,
+                                NONSCALABLE_SLOPE[scaling], kernel in interest)
         rows.append(_seen_enough(kernel, label, reason, seen_at[kernel]) |
                     {"max_share": max_share, "slope": slope})
     for kernel in sorted(set(seen_at.index) - set(shares["kernel"])):
-        label, reason = _without_cost(kernel, metric, app_kernel)
+        label, reason = _without_cost(kernel, metric, app_kernel, kernel in interest)
         rows.append(_seen_enough(kernel, label, reason, seen_at[kernel]) |
                     {"max_share": float("nan"), "slope": float("nan")})
     return pd.DataFrame(rows, columns=["kernel", "class", "reason", "max_share", "slope"])
+
+
+def missing_interest(points: pd.DataFrame, interest: frozenset[str]) -> str | None:
+    """A note naming the kernels of interest that no run measured."""
+    missing = sorted(interest - set(points["kernel"]))
+    return f"kernels of interest not measured in any run: {', '.join(missing)}" if missing \
+        else None
 
 
 def with_nested(kernels: pd.DataFrame, nested: list[str]) -> pd.DataFrame:
@@ -126,19 +190,28 @@ def _seen_enough(kernel: str, label: str, reason: str, seen_at: int) -> dict:
     return {"kernel": kernel, "class": label, "reason": reason}
 
 
-def _without_cost(kernel: str, metric: str, app_kernel: str | None) -> tuple[str, str]:
+def _without_cost(kernel: str, metric: str, app_kernel: str | None,
+                  of_interest: bool) -> tuple[str, str]:
     """The class of a kernel that has other metrics but not the one that classes: an MPI
     call's bytes and calls, or a function too small to be sampled at all."""
-    return _by_role(kernel, app_kernel) or (
+    return _by_role(kernel, app_kernel, of_interest) or (
         "aggregated", f"no {metric} measured: summed into {OTHERS}")
 
 
-def _by_role(kernel: str, app_kernel: str | None) -> tuple[str, str] | None:
+def _by_role(kernel: str, app_kernel: str | None, of_interest: bool = False
+             ) -> tuple[str, str] | None:
     """The classes a kernel has by what it is, whatever it costs."""
     if kernel == app_kernel:
         return "application", "the whole application, as given"
+    if kernel == MPI_RUNTIME:
+        return "communication", "the MPI library's internals: modelled as communication"
     if is_mpi(kernel):
         return "communication", "an MPI call: modelled as communication"
+    if runtime_bucket(kernel) is not None:
+        return "runtime", ("the run-time system, not the application's code: modelled on its "
+                           "own, never a key kernel")
+    if of_interest:
+        return "key", "listed among the study's kernels of interest"
     return None
 
 
@@ -165,8 +238,8 @@ def _slope(rows: pd.DataFrame, params: list[str]) -> float:
 
 
 def _decide(kernel: str, max_share: float, slope: float, threshold: float, metric: str,
-            app_kernel: str | None, limit: float) -> tuple[str, str]:
-    role = _by_role(kernel, app_kernel)
+            app_kernel: str | None, limit: float, of_interest: bool) -> tuple[str, str]:
+    role = _by_role(kernel, app_kernel, of_interest)
     if role is not None:
         return role
     if max_share > threshold:

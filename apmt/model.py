@@ -45,7 +45,15 @@ from apmt.comm import (
 from apmt.errors import ApmtError
 from apmt.fit import NoPlausibleFit, SeriesFit
 from apmt.fit_table import calibrate, described, error_correlation, fit_all
-from apmt.kernels import OTHERS, classify, cost_metric, with_nested
+from apmt.kernels import (
+    OTHERS,
+    classify,
+    cost_metric,
+    missing_interest,
+    runtime_buckets,
+    summed_kernels,
+    with_nested,
+)
 from apmt.machine import hertz
 from apmt.nesting import resolve
 from apmt.series import MIN_DISTINCT_P, UnfittableSeries, point_values, points
@@ -53,7 +61,7 @@ from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
 from apmt.trust import MAJOR_SHARE, UNSUPPORTED, judge, merged_domain
 
 MODEL_FORMAT = "apmt-model/1"
-MODELLED = ("key", "non-scalable", "application", "nested")
+MODELLED = ("key", "non-scalable", "runtime", "application", "nested")
 PARTS = ("comp_time", "mem_time", "comm_time", "others_time")
 CONTENTION_LIMIT = 1e-4
 UNACCOUNTED = "<unaccounted>"
@@ -64,11 +72,12 @@ NO_TIME = ("no application time: the table has no time per kernel (nor cycles wi
 def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
                 comm: pd.DataFrame | None = None, machine: dict | None = None,
                 app_kernel: str | None = None, per_rank_params: frozenset[str] = frozenset(),
-                threshold: float = 0.05, scaling: str | None = None) -> dict:
+                threshold: float = 0.05, scaling: str | None = None,
+                interest: frozenset[str] = frozenset()) -> dict:
     """Classify kernels, fit every series that the model needs, and assemble Eq. 2.
     ``scaling`` is weak when a parameter is per rank (the work per rank stays as P grows),
-    else strong, unless given."""
-    table = points(measurements, params)
+    else strong, unless given; the kernels of ``interest`` are key whatever their share."""
+    table, runtime = runtime_buckets(points(measurements, params), params)
     app_kernel = app_kernel or (APP_KERNEL if APP_KERNEL in set(table["kernel"]) else None)
     if app_kernel is not None and app_kernel not in set(table["kernel"]):
         raise ApmtError(f"{source}: application kernel {app_kernel!r} not found")
@@ -76,8 +85,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     metric = cost_metric(table, app_kernel)
     nesting = resolve(table, params, app_kernel, metric)
     table = nesting.table
-    kernels = with_nested(classify(table, params, app_kernel, threshold, scaling, metric),
-                          nesting.nested)
+    kernels = with_nested(classify(table, params, app_kernel, threshold, scaling, metric,
+                                   interest), nesting.nested)
     classes = dict(zip(kernels["kernel"], kernels["class"], strict=True))
     if comm is None:
         modelled = {k for k, c in classes.items() if c in (*MODELLED, "communication")}
@@ -116,8 +125,20 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     model["mode"] = _mode(model)
     model["cost_metric"] = metric
     model["error_correlation"] = _error_correlation(model)
-    model["notes"] = _notes(model) + ([nesting.note] if nesting.note else [])
+    model["runtime"] = runtime
+    model["interest"] = sorted(interest)
+    model["notes"] = _notes(model) + [note for note in (
+        nesting.note, missing_interest(table, interest), _runtime_note(runtime)) if note]
     return model
+
+
+def _runtime_note(runtime: dict[str, list[str]]) -> str | None:
+    """Which of the profilers' names each run-time bucket holds."""
+    grouped = {bucket: names for bucket, names in runtime.items() if names != [bucket]}
+    if not grouped:
+        return None
+    return "the run-time system grouped: " + "; ".join(
+        f"{bucket} holds {', '.join(names)}" for bucket, names in grouped.items())
 
 
 def _run_times(table: pd.DataFrame, comm: pd.DataFrame | None, classes: dict,
@@ -148,8 +169,8 @@ def measured_parts(model: dict, measurements: pd.DataFrame, comm: pd.DataFrame |
     an application kernel the time is computation plus communication."""
     params = model["params"]
     classes = {k["kernel"]: k["class"] for k in model["kernels"]}
-    table = resolve(points(measurements, params), params, model["app_kernel"],
-                    model["cost_metric"]).table
+    table = resolve(runtime_buckets(points(measurements, params), params)[0], params,
+                    model["app_kernel"], model["cost_metric"]).table
     runs = _run_times(table, comm, classes, params, model["app_kernel"])
     computed = runs["comp"].add(runs["comm"], fill_value=0.0)
     total = runs["app"] if model["app_kernel"] is not None else computed
@@ -178,9 +199,7 @@ def _aggregate(table: pd.DataFrame, kernels: list[str], params: list[str]) -> pd
     rows = table[table["kernel"].isin(kernels)]
     if rows.empty:
         return rows
-    summed = rows.groupby(["metric", "p", *params], as_index=False).agg(
-        value=("value", "sum"), reps=("reps", "min"))
-    return summed.assign(kernel=OTHERS)
+    return summed_kernels(rows.assign(kernel=OTHERS), params)
 
 
 def _fit_all_series(table: pd.DataFrame, params: list[str], source: str,

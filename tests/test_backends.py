@@ -327,7 +327,10 @@ def test_perf_events_backends_one_per_pass():
     ("libmpi.so.40.30.4", "[.] PMPI_Wait", "PMPI_Wait"),
     ("libopen-pal.so.40.30.2", "[.] opal_progress", "<libopen-pal>"),
     ("mca_btl_vader.so", "[.] 0x0000000000004dc5", "<mca_btl_vader>"),
-    ("libc.so.6", "[.] __memmove_avx_unaligned_erms", "__memmove_avx_unaligned_erms"),
+    ("libc.so.6", "[.] __memmove_avx_unaligned_erms", "<libc>"),
+    ("libpthread.so.0", "[.] pthread_mutex_lock", "<libpthread>"),
+    ("[vdso]", "[.] __vdso_clock_gettime", "<vdso>"),
+    ("libm.so.6", "[.] __exp_fma", "__exp_fma"),
     ("libfoo.so.3", "[.] 0x0000000000001234", "<libfoo>"),
     ("[kernel.kallsyms]", "[k] finish_task_switch.isra.0", "<kernel>"),
     ("ld-linux-x86-64.so.2", "[.] _dl_relocate_object", "<loader>"),
@@ -512,6 +515,9 @@ def test_cache_geometry_from_the_machine():
     ("opal_progress", "???", "<libopen-pal>"), ("MPI_Allreduce", "???", "MPI_Allreduce"),
     ("???", "???", "<unknown>"), ("__libc_start_main@@GLIBC_2.34", "x.c", "__libc_start_main"),
     ("work_a", "./two_kernels.c", "work_a"),
+    ("__memcpy_avx_unaligned_erms", "./string/../sysdeps/x86_64/multiarch/memmove-vec.S",
+     "<libc>"), ("usleep", "../sysdeps/unix/sysv/linux/usleep.c", "<libc>"),
+    ("__exp", "../sysdeps/ieee754/dbl-64/e_exp.c", "__exp"),
 ])
 def test_cachegrind_kernel_names(function, source, kernel):
     assert function_kernel(function, source) == kernel

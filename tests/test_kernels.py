@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from apmt.ingest import import_profiles
-from apmt.kernels import classify, cost_metric
+from apmt.kernels import MPI_RUNTIME, SYSTEM, classify, cost_metric, runtime_buckets
+from apmt.model import build_model
 from apmt.series import points
 from apmt.tables import check_table
 
@@ -188,3 +189,68 @@ def test_one_name_per_function_whichever_tool_saw_it() -> None:
     assert function_name("clock_nanosleep@GLIBC_2.2.5") == "clock_nanosleep"
     assert function_name("Functor::operator()(double)") == "Functor::operator()"
     assert function_name("main") == "main"
+
+
+def runtime_table() -> pd.DataFrame:
+    """Points where the run-time system takes most of the time (NPB at class S): the OS
+    kernel and the C library 70%, MPI's internals 10%, the application's two functions 18% and
+    2% (of the whole) at P = 1, 2, 4."""
+    rows = []
+    for p in (1, 2, 4):
+        for kernel, share in (("<kernel>", 0.5), ("<libc>", 0.15), ("<libpthread>", 0.05),
+                              ("<libmpi>", 0.06), ("<libopen-pal>", 0.04), ("<loader>", 0.02),
+                              ("solve", 0.16), ("residual", 0.02)):
+            rows.append({"kernel": kernel, "metric": "time", "p": p, "value": share * 10 / p,
+                         "reps": 2})
+    return pd.DataFrame(rows)
+
+
+def test_runtime_parts_are_summed_into_named_buckets() -> None:
+    table, held = runtime_buckets(runtime_table(), [])
+    at_1 = table[table["p"] == 1].set_index("kernel")["value"]
+    assert at_1[SYSTEM] == pytest.approx(7.0) and at_1[MPI_RUNTIME] == pytest.approx(1.0)
+    assert at_1["<loader>"] == pytest.approx(0.2) and at_1["solve"] == pytest.approx(1.6)
+    assert held[SYSTEM] == ["<kernel>", "<libc>", "<libpthread>"]
+    assert held[MPI_RUNTIME] == ["<libmpi>", "<libopen-pal>"]
+    assert table["value"].sum() == pytest.approx(runtime_table()["value"].sum())
+    assert set(table["reps"]) == {2}
+
+
+def test_the_application_code_is_classified_without_the_runtime() -> None:
+    """At 5%, residual (2% of the whole) is 10% of the application's own time: key; the
+    buckets are never key, whatever they take."""
+    table, _ = runtime_buckets(runtime_table(), [])
+    kernels = by_kernel(classify(table, [], threshold=0.05))
+    assert kernels.loc["residual", "class"] == "key"
+    assert kernels.loc["residual", "max_share"] == pytest.approx(0.02 / 0.18)
+    assert "outside the run-time system" in kernels.loc["solve", "reason"]
+    assert kernels.loc[SYSTEM, "class"] == "runtime"
+    assert kernels.loc[SYSTEM, "max_share"] == pytest.approx(0.7)
+    assert kernels.loc["<loader>", "class"] == "runtime"
+    assert kernels.loc[MPI_RUNTIME, "class"] == "communication"
+
+
+def test_a_kernel_of_interest_is_key_whatever_its_share() -> None:
+    table, _ = runtime_buckets(runtime_table(), [])
+    kernels = by_kernel(classify(table, [], threshold=0.95, interest=frozenset({"residual"})))
+    assert kernels.loc["residual", "class"] == "key"
+    assert "kernels of interest" in kernels.loc["residual", "reason"]
+    assert kernels.loc["solve", "class"] != "key"
+
+
+def test_lammps_model_names_its_runtime_and_ranks_its_own_code(measured_data: Path) -> None:
+    """LAMMPS profiled with perf and cachegrind (data/lammps): the OS kernel's samples are
+    <system>, Open MPI's libraries <MPI runtime>; the pair force kernel stays key."""
+    folder = measured_data / "lammps" / "p1-32"
+    table = pd.read_csv(folder / "measurements.csv")
+    model = build_model(table, ["size"], source="lammps", app_kernel="<app>",
+                        interest=frozenset({"LAMMPS_NS::FixNVE::initial_integrate", "absent_"}))
+    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    assert classes[SYSTEM] == "runtime" and classes["<loader>"] == "runtime"
+    assert classes[MPI_RUNTIME] == "communication"
+    assert classes["LAMMPS_NS::PairLJCut::compute"] == "key"
+    assert classes["LAMMPS_NS::FixNVE::initial_integrate"] == "key"
+    assert "<kernel>" in model["runtime"][SYSTEM]
+    assert {"<libopen-pal>", "<mca_btl_vader>"} <= set(model["runtime"][MPI_RUNTIME])
+    assert any("absent_" in note for note in model["notes"])
+    assert any(entry["kernel"] == SYSTEM for entry in model["series"])

@@ -122,17 +122,21 @@ def test_a_finished_run_records_its_files(recorded_run: dict) -> None:
     assert "run.json" not in files and "done" not in files
 
 
-@pytest.mark.parametrize("damage", ["delete", "cut", "change", "run.json"])
+@pytest.mark.parametrize("damage", ["delete", "cut", "change", "run.json", "added"])
 def test_extraction_names_a_lost_or_damaged_file(recorded_run: dict, damage: str) -> None:
-    """A rank's file gone, cut or changed, or the record itself cut: one line naming the
-    file, and no table made from what is left."""
+    """A rank's file gone, cut or changed, another run's rank file copied in, or the record
+    itself cut: one line naming the file, and no table made from what is left."""
     run_dir, study = recorded_run["run_dir"], recorded_run["study"]
     out = run_dir.parent / f"tables-{damage}"
     extract(recorded_run["results"], study, recorded_run["backends"], out_dir=out)  # whole
     victim = run_dir / ("run.json" if damage == "run.json" else "cachegrind.1.out")
     saved = victim.read_bytes()
+    stranger = run_dir / "cachegrind.2.out"      # another run's rank 2, copied in
     try:
-        if damage == "delete":
+        if damage == "added":
+            stranger.write_bytes(saved)
+            victim = stranger
+        elif damage == "delete":
             victim.unlink()
         elif damage in ("cut", "run.json"):
             victim.write_bytes(saved[:len(saved) // 2])
@@ -143,11 +147,15 @@ def test_extraction_names_a_lost_or_damaged_file(recorded_run: dict, damage: str
             extract(recorded_run["results"], study, recorded_run["backends"],
                     out_dir=run_dir.parent / f"again-{damage}")
     finally:
-        victim.write_bytes(saved)
+        if damage == "added":
+            stranger.unlink()
+        else:
+            victim.write_bytes(saved)
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"{victim}: "), message
     expected = {"delete": "missing: rank 1's file", "cut": "(cut)",
-                "change": "changed since the run finished", "run.json": "damaged: not valid JSON"}
+                "change": "changed since the run finished", "run.json": "damaged: not valid JSON",
+                "added": "not the run's: a rank's file that run.json does not list"}
     assert expected[damage] in message, message
     assert not (run_dir.parent / f"again-{damage}").exists()
 

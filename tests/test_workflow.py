@@ -107,6 +107,18 @@ def test_a_study_with_only_its_profiles_gets_the_defaults(tmp_path: Path) -> Non
     assert "--holdout p=max" in done.stdout and "--baselines analytic,amdahl" in done.stdout
 
 
+def test_a_studys_kernels_of_interest_reach_every_model(tmp_path: Path) -> None:
+    """The fit, the evaluation's validation and refinement build the same model."""
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(yaml.safe_dump({"studies": {"minimal": {
+        "import": {"paths": ["data/relearn/relearn_data.txt"]},
+        "kernels": ["update_electrical_activity", "a b"]}}}))
+    done = dry_run("--configfile", str(extra))
+    assert done.returncode == 0, done.stderr
+    options = "--kernel update_electrical_activity --kernel 'a b'"
+    assert done.stdout.count(options) >= 2, done.stdout
+
+
 @pytest.mark.parametrize("name", ["../outside", "/abs", ".hidden", "a b"])
 def test_a_study_name_that_would_leave_results_is_refused(tmp_path: Path, name: str) -> None:
     extra = tmp_path / "extra.yaml"

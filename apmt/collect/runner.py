@@ -354,7 +354,18 @@ def check_run_files(run_dir: Path) -> dict:
         raise ApmtError(f"{Path(run_dir) / RUN_JSON}: damaged: field 'files' is not a mapping")
     for name, entry in files.items():
         _check_file(Path(run_dir), name, entry)
+    _check_no_stranger(Path(run_dir), files)
     return info
+
+
+def _check_no_stranger(run_dir: Path, files: dict) -> None:
+    """A rank's file that the run did not make (copied in from another run) would be read as
+    that rank's data: refused, named."""
+    for path in sorted(run_dir.rglob("*")):
+        name = path.relative_to(run_dir).as_posix()
+        if path.is_file() and name not in files and RANK_IN_NAME.match(path.name):
+            raise ApmtError(f"{path}: not the run's: a rank's file that run.json does not "
+                            f"list (added after the run finished); move it out of {run_dir}")
 
 
 def _check_file(run_dir: Path, name: str, entry: object) -> None:

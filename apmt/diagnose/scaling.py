@@ -45,7 +45,7 @@ from apmt.comm import kind_of
 from apmt.diagnose import imbalance
 from apmt.diagnose.section import Finding, Section
 from apmt.errors import ApmtError
-from apmt.kernels import KEY_THRESHOLD, MPI_NAME, NONSCALABLE_SLOPE, OTHERS
+from apmt.kernels import KEY_THRESHOLD, MPI_NAME, MPI_RUNTIME, NONSCALABLE_SLOPE, OTHERS
 from apmt.model import (
     CONTENTION_LIMIT,
     application_trust,
@@ -385,8 +385,33 @@ def ranking_section(model: dict, parts: pd.DataFrame, measured_max: float) -> Se
         findings.append(Finding("info", f"no kernel climbs into the top {TOP_RANKS} between "
                                         f"{_p(first, measured_max)} and "
                                         f"{_p(last, measured_max)}"))
-    return Section(title, findings, table, f"ranked: the key and non-scalable kernels; the "
-                                           f"others are summed in {OTHERS}")
+    findings += _runtime_shares(model, parts, [first, last], measured_max)
+    return Section(title, findings, table, f"ranked: the key and non-scalable kernels of the "
+                                           f"application; the others are summed in {OTHERS}, "
+                                           f"the run-time system's parts not ranked")
+
+
+def _runtime_shares(model: dict, parts: pd.DataFrame, at: list[float],
+                    measured_max: float) -> list[Finding]:
+    """How much of the modelled time the run-time system takes (MPI's internals, the loader,
+    the C library and the OS kernel), by bucket: what the ranking leaves out."""
+    buckets = {k["kernel"] for k in model["kernels"]
+               if k["class"] == "runtime" or k["kernel"] == MPI_RUNTIME}
+    rows = parts[parts["kernel"].isin(buckets)]
+    if rows.empty:
+        return []
+    findings = []
+    for p in at:
+        total = parts.loc[parts["p"] == p, "time"].clip(lower=0.0).sum()
+        here = rows[rows["p"] == p].groupby("kernel")["time"].sum().clip(lower=0.0)
+        if total <= 0 or here.empty:
+            continue
+        each = ", ".join(f"{kernel} {time / total:.0%}"
+                         for kernel, time in here.sort_values(ascending=False).items())
+        findings.append(Finding("info", f"the run-time system takes {here.sum() / total:.0%} "
+                                        f"of the modelled time at {_p(p, measured_max)} "
+                                        f"({each})", p=int(p)))
+    return findings
 
 
 def _ranking_table(model: dict, times: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:

@@ -486,9 +486,13 @@ def machine_option(wildcards) -> str:
     return shlex.join(["--machine", machine]) if machine else ""
 
 
-def app_kernel_option(wildcards) -> str:
-    kernel = study_settings(wildcards)["app_kernel"]
-    return shlex.join(["--app-kernel", kernel]) if kernel else ""
+def kernel_options(wildcards) -> str:
+    """--app-kernel, and --kernel for each kernel of interest."""
+    settings = study_settings(wildcards)
+    options = ["--app-kernel", settings["app_kernel"]] if settings["app_kernel"] else []
+    for kernel in settings["kernels"]:
+        options += ["--kernel", kernel]
+    return shlex.join(options)
 
 
 def holdout(wildcards) -> str:

@@ -21,7 +21,7 @@ rule evaluate_model:
         comm=comm_option,
         holdout=holdout,
         params=param_options,
-        app_kernel=app_kernel_option,
+        kernels=kernel_options,
         machine=machine_option,
         baselines=baselines,
         metrics=metrics_option,
@@ -34,6 +34,6 @@ rule evaluate_model:
     shell:
         "apmt evaluate {input.measurements} {params.comm} --holdout {params.holdout:q}"
         " {params.params} {params.metrics}"
-        " {params.app_kernel} {params.machine} --baselines {params.baselines:q}"
+        " {params.kernels} {params.machine} --baselines {params.baselines:q}"
         " --tolerance {params.tolerance} --threshold {params.threshold}"
         " --validation {output.validation} -o {output.evaluation} > {log} 2>&1"

@@ -18,7 +18,7 @@ rule fit_model:
         comm=comm_option,
         frequency_solution=frequency_solution_option,
         params=param_options,
-        app_kernel=app_kernel_option,
+        kernels=kernel_options,
         machine=machine_option,
         threshold=config["threshold"],
     log:
@@ -27,5 +27,5 @@ rule fit_model:
         "../envs/apmt.yaml"
     shell:
         "apmt fit {input.measurements} {params.comm} {params.frequency_solution}"
-        " {params.params} {params.app_kernel} {params.machine}"
+        " {params.params} {params.kernels} {params.machine}"
         " --threshold {params.threshold} -o {output.model} > {log} 2>&1"

@@ -29,7 +29,7 @@ checkpoint refine_round:
         comm=comm_option,
         holdout=holdout,
         params=param_options,
-        app_kernel=app_kernel_option,
+        kernels=kernel_options,
         machine=machine_option,
         tolerance=config["tolerance"],
         threshold=config["threshold"],
@@ -41,7 +41,7 @@ checkpoint refine_round:
         "../envs/apmt.yaml"
     shell:
         "apmt refine round {input.measurements} {params.comm} --holdout {params.holdout:q}"
-        " {params.params} {params.app_kernel} {params.machine} --tolerance {params.tolerance}"
+        " {params.params} {params.kernels} {params.machine} --tolerance {params.tolerance}"
         " --threshold {params.threshold} --study {input.study} {params.refine}"
         " {params.frequency} --frequency-solution {output.frequency_solution}"
         " --validation {output.validation} --evaluation {output.evaluation}"

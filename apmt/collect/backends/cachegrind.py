@@ -34,7 +34,9 @@ is replaced by the nearest that does (e.g. 20 ways for a 40 MiB LLC), and the pr
 so.
 Kernel names: the function; the dynamic loader's and valgrind's own under ``<loader>``; MPI
 library internals grouped by library from their name prefix (``ompi_``/``mca_`` -> ``<libmpi>``,
-``opal_`` -> ``<libopen-pal>``, ...), public ``MPI_*`` entry points kept; ``???`` -> ``<unknown>``.
+``opal_`` -> ``<libopen-pal>``, ...), public ``MPI_*`` entry points kept; the C library's
+functions, known by glibc's source file names (``./string/...``, ``../sysdeps/unix/...``), under
+``<libc>``, its math functions (``sysdeps/ieee754``) kept; ``???`` -> ``<unknown>``.
 """
 
 from __future__ import annotations
@@ -84,6 +86,11 @@ MPI_PREFIXES = (
 _LOADER_NAME = re.compile(r"^(_dl_|_dl[A-Z]|dl_main|_rtld|rtld_|__rtld|do_lookup_x|check_match"
                           r"|_start$|__GI__dl|vgPlain_|_vgn|_vgr|vg_)")
 _LOADER_FILE = re.compile(r"(^|/)(elf/|rtld\.c|dl-[\w-]+\.[ch]$)|vg_preloaded|vg_replace")
+# glibc's source files as its debug information names them (relative to its build tree)
+_LIBC_FILE = re.compile(
+    r"^\.{1,2}/(string|stdlib|stdio-common|libio|malloc|nptl|posix|misc|io|time|wcsmbs|csu"
+    r"|signal|sysvipc|termios|sunrpc|nss|iconv|locale|setjmp|dirent|resolv|socket|inet|login"
+    r"|pwd|grp|gmon|intl|ctype|assert|debug|argp|rt|htl|sysdeps(?!/ieee754))/")
 
 
 @dataclass(frozen=True)
@@ -239,7 +246,7 @@ def function_kernel(function: str, source_file: str = "") -> str:
     for prefixes, library in MPI_PREFIXES:
         if function.startswith(prefixes):
             return f"<{library}>"
-    return function
+    return "<libc>" if _LIBC_FILE.match(source_file) else function
 
 
 def metric_values(out: CachegrindOut, metrics: list[str]) -> dict[str, dict[str, float]]:

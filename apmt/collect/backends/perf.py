@@ -27,8 +27,9 @@ instructions, ... or, for cpu-clock, nanoseconds).
 Kernel names: the (demangled) symbol; code without a symbol is grouped by its library
 (``<libfoo>``); everything inside an MPI library except its public ``MPI_*`` entry points is
 grouped by library (``<libmpi>``, ``<libopen-pal>``, ``<mca_btl_vader>``, ...), since MPI
-is modelled as communication from the PMPI trace; the kernel itself is ``<kernel>``, the
-dynamic loader ``<loader>``. The text report is kept beside each data file
+is modelled as communication from the PMPI trace; so is the C library (``<libc>``,
+``<libpthread>``, ``<vdso>``: the system, not the application); the kernel itself is
+``<kernel>``, the dynamic loader ``<loader>``. The text report is kept beside each data file
 (``.report.txt``, and perf's task table ``.tasks.txt`` for a launch-wide file), so the
 numbers can be read again without perf or the binaries.
 """
@@ -51,7 +52,7 @@ from apmt.collect.backends import cpu as cpumod
 from apmt.collect.launch import SCOPE_VARIABLE, rank_pids
 from apmt.errors import ApmtError
 from apmt.inputs import MAX_VALUE, read_text
-from apmt.kernels import MPI_LIBRARY, MPI_NAME, function_name
+from apmt.kernels import MPI_LIBRARY, MPI_NAME, SYSTEM_LIBRARY, function_name
 from apmt.tables import write_text_atomic
 
 KERNEL = "<kernel>"
@@ -98,7 +99,8 @@ def kernel_name(dso: str, symbol: str) -> str:
     library = library_name(dso)
     if not symbol or _HEX.match(symbol) or symbol == "[unknown]":
         return f"<{library}>"
-    if MPI_LIBRARY.match(library) and not MPI_NAME.match(symbol):
+    if (MPI_LIBRARY.match(library) and not MPI_NAME.match(symbol)) \
+            or SYSTEM_LIBRARY.match(library):
         return f"<{library}>"
     return function_name(symbol)
 
