@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from apmt import __version__
+from apmt.display import number, seconds
 from apmt.errors import ApmtError
 from apmt.ingest import FORMATS, import_profiles
 from apmt.tables import (
@@ -782,9 +783,8 @@ def describe_app_rows(table: pd.DataFrame, params: list[str]) -> str:
         if pd.isna(row["predicted"]):
             lines.append(f"{point}: {row['trust_reason']}")
             continue
-        lines.append(f"{point}: application time {row['predicted']:.4g} s "
-                     f"(90% interval {row['lower']:.4g} .. {row['upper']:.4g}; "
-                     f"{row['trust']})")
+        lines.append(f"{point}: application time {seconds(row['predicted'], 4)} (90% interval "
+                     f"{seconds(row['lower'], 4)} .. {seconds(row['upper'], 4)}; {row['trust']})")
         if row["trust"] == "unsupported":
             unsupported.append(f"{point} ({row['trust_reason']})")
     if unsupported:
@@ -933,7 +933,7 @@ def _header(path: Path) -> list[str]:
 SUMMARY_FORMATS: dict[str, Callable[[float], str]] = {
     "median_ape": lambda v: f"{v:.1f}%", "p90_ape": lambda v: f"{v:.1f}%",
     "coverage_90": lambda v: "-" if pd.isna(v) else f"{v:.0%}",
-    "width_90": lambda v: "-" if pd.isna(v) else f"{v:.2g}",
+    "width_90": lambda v: number(v, 2),
 }
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 
 from apmt.baselines import BASELINES
 from apmt.comm import comm_keys, comm_points
+from apmt.display import seconds
 from apmt.errors import ApmtError
 from apmt.fit_table import described, fit_all
 from apmt.series import MIN_DISTINCT_P, point_values, points
@@ -245,5 +246,5 @@ def decide(parts: pd.DataFrame, params: list[str], tolerance: float) -> dict:
         "refine": bool(error > tolerance), "part": part if error > tolerance else None,
         "gap_seconds": gaps,
         "reason": (f"application error {error:.1%} at {point} {verdict} the tolerance "
-                   f"{tolerance:.0%}; the larger gap is in {part} ({gaps[part]:.3g} s)"),
+                   f"{tolerance:.0%}; the larger gap is in {part} ({seconds(gaps[part])})"),
     }

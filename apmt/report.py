@@ -23,8 +23,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from apmt.display import number, wrap_words
 from apmt.errors import ApmtError
 from apmt.model import PARTS, application_trust, assemble, contributions, load_model
 from apmt.series import per_run
@@ -38,6 +40,7 @@ METHODS = ("apmt", "analytic", "amdahl", "powerlaw", "extrap")
 PART_LABELS = {"comp_time": "computation", "mem_time": "memory (not overlapped)",
                "comm_time": "communication", "others_time": "others"}
 FIGURES = ("fits", "scaling", "breakdown", "errors", "ranking")
+TITLE_SHARE = 0.95         # of the figure's width a title line may take
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -50,6 +53,19 @@ def _save(figure: Figure, out: str | Path) -> Figure:
 
 def _title(what: str, study: str) -> str:
     return f"{study}: {what}" if study else what
+
+
+def _suptitle(figure: Figure, text: str) -> Text:
+    """The figure's title, wrapped between words until every line fits TITLE_SHARE of the
+    figure's width: a long study or kernel name would otherwise run past the edges and be
+    clipped (constrained layout then makes room for the lines)."""
+    title = figure.suptitle(text)
+    limit = TITLE_SHARE * figure.bbox.width
+    columns = len(text)
+    while (width := title.get_window_extent().width) > limit and columns > 1:
+        columns = min(columns - 1, int(columns * limit / width))
+        title.set_text("\n".join(wrap_words(text, max(columns, 1))))
+    return title
 
 
 def _p_axis(ax: Axes, p_values: Sequence[float]) -> None:
@@ -189,8 +205,8 @@ def plot_kernel_fits(measurements: pd.DataFrame, model: dict, out: str | Path,
         _fit_panel(ax, measurements, model, kernel)
     for ax in axes[len(kernels):]:
         ax.set_visible(False)
-    figure.suptitle(_title(f"kernel time fits (dashed: extrapolated to {EXTRAPOLATION}x the "
-                           f"largest P; band: 90% interval)", study))
+    _suptitle(figure, _title(f"kernel time fits (dashed: extrapolated to {EXTRAPOLATION}x the "
+                             f"largest P; band: 90% interval)", study))
     return _save(figure, out)
 
 
@@ -263,7 +279,7 @@ def plot_scaling(measurements: pd.DataFrame, model: dict, out: str | Path,
             shown.append(_draw_points(ax, selected, color, f"measured {label}".strip()))
     _p_axis(ax, grid)
     _value_axis(ax, np.concatenate(shown), "application time per rank [s]")
-    ax.set_title(_title(f"application time ({app}): measured vs model", study))
+    _suptitle(figure, _title(f"application time ({app}): measured vs model", study))
     ax.legend(fontsize=8)
     ax.grid(True, which="major", alpha=0.3)
     return _save(figure, out)
@@ -301,7 +317,7 @@ def plot_breakdown(model: dict, out: str | Path, p_values: Sequence[float],
                                                    else ""))
     ax.set_ylabel("time per rank [s]")
     shown = ", ".join(f"{k}={v:g}" for k, v in setting.items())
-    ax.set_title(_title(f"model breakdown (Eq. 2){', ' + shown if shown else ''}", study))
+    _suptitle(figure, _title(f"model breakdown (Eq. 2){', ' + shown if shown else ''}", study))
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     return _save(figure, out)
@@ -322,7 +338,7 @@ def plot_errors(evaluation: pd.DataFrame, out: str | Path, study: str = "") -> F
     colors = ["C3" if m == "apmt" else "C7" for m in present]
     bars = ax.bar(positions, median, color=colors)
     for bar, value in zip(bars, median, strict=True):
-        ax.annotate(f"{value:.3g}%", (bar.get_x() + bar.get_width() / 2, value),
+        ax.annotate(f"{number(value, 3)}%", (bar.get_x() + bar.get_width() / 2, value),
                     ha="center", va="bottom", fontsize=9, xytext=(0, 2),
                     textcoords="offset points")
     counts = grouped.count()
@@ -331,7 +347,7 @@ def plot_errors(evaluation: pd.DataFrame, out: str | Path, study: str = "") -> F
     ax.set_xlabel("method (n: held-out points; p90: 90th percentile APE)")
     ax.set_ylabel("median absolute percentage error [%]")
     ax.set_ylim(0, float(np.max(median, initial=1.0)) * 1.15)
-    ax.set_title(_title("prediction error on held-out runs (kernels' series)", study))
+    _suptitle(figure, _title("prediction error on held-out runs (kernels' series)", study))
     ax.grid(True, axis="y", alpha=0.3)
     return _save(figure, out)
 
@@ -372,7 +388,7 @@ def plot_ranking(model: dict, out: str | Path, p_values: Sequence[float],
     if kernels:
         rank_ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5),
                        title="rank at smallest → largest P, kernel", title_fontsize=7)
-    figure.suptitle(_title("kernel ranking across P (bold: climbs in rank)", study))
+    _suptitle(figure, _title("kernel ranking across P (bold: climbs in rank)", study))
     return _save(figure, out)
 
 

@@ -7,12 +7,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from apmt.evaluate import evaluate
 from apmt.ingest import import_profiles
 from apmt.model import build_model, save_model
 from apmt.report import (
     FIGURES,
+    _suptitle,
     main,
     plot_breakdown,
     plot_errors,
@@ -25,6 +28,7 @@ from apmt.tables import APP_KERNEL, check_table, write_table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 P_VALUES = [32, 64, 128, 256, 512, 1024, 2048, 4096]
+LONG_STUDY = "batch_lammps_lennard_jones_melt_weak_scaling_on_the_cluster_partition_x86"
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +56,16 @@ def check_axes(figure, log_p: bool = True) -> None:
         assert ax.get_xlabel() and ax.get_ylabel()
         if log_p:
             assert ax.get_xscale() == "log"
-    assert figure.texts or any("relearn" in ax.get_title() for ax in axes)
+    assert "relearn" in figure.get_suptitle()
+
+
+def check_title_inside(figure: Figure, text: str) -> None:
+    """The title, drawn after the layout, lies inside the figure with all its words."""
+    [title] = [t for t in figure.texts if t.get_text() == figure.get_suptitle()]
+    FigureCanvasAgg(figure).draw()
+    assert figure.bbox.contains(*title.get_window_extent().p0)
+    assert figure.bbox.contains(*title.get_window_extent().p1)
+    assert "".join(title.get_text().split()) == "".join(text.split())
 
 
 def test_kernel_fits(study, tmp_path):
@@ -146,6 +159,32 @@ def test_ranking(study, tmp_path):
     labels = figure.axes[1].get_legend_handles_labels()[1]
     ranked = [k for k in study["model"]["kernels"] if k["class"] in ("key", "non-scalable")]
     assert len(labels) == len(ranked)
+
+
+def test_a_long_title_wraps_inside_the_figure():
+    text = f"{LONG_STUDY}: application time (main()): measured vs. model"
+    assert len(text) == 120
+    figure = Figure(figsize=(5.5, 4.5), layout="constrained")
+    figure.subplots().plot([1, 2], [1, 2])
+    assert figure.suptitle(text).get_window_extent().width > figure.bbox.width  # as it was
+    title = _suptitle(figure, text)
+    assert "\n" in title.get_text() and "batch_lammps_" in title.get_text().split("\n")[0]
+    check_title_inside(figure, text)
+    short = _suptitle(Figure(figsize=(5.5, 4.5)), "relearn: errors")
+    assert short.get_text() == "relearn: errors"
+
+
+@pytest.mark.parametrize("plot", ["scaling", "errors", "ranking"])
+def test_figures_of_a_long_study_name_keep_the_title_inside(study, tmp_path, plot):
+    out = tmp_path / f"{plot}.png"
+    if plot == "scaling":
+        figure = plot_scaling(study["measurements"], study["model"], out, LONG_STUDY)
+    elif plot == "errors":
+        figure = plot_errors(study["evaluation"], out, LONG_STUDY)
+    else:
+        figure = plot_ranking(study["model"], out, P_VALUES, {"n": 9000.0}, LONG_STUDY)
+    assert figure.get_suptitle().startswith(LONG_STUDY[:20])
+    check_title_inside(figure, figure.get_suptitle())
 
 
 def test_scale_points():

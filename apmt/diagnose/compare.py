@@ -31,6 +31,7 @@ from apmt.diagnose.lcpi import (
     scale,
 )
 from apmt.diagnose.section import Finding, Section
+from apmt.display import seconds
 from apmt.tables import APP_KERNEL, TIME_METRIC
 
 
@@ -94,7 +95,7 @@ class _Run:
 
     def describe(self, index: int) -> str:
         app = self.time(APP_KERNEL)
-        wall = f"; application time {app:.3g} s per rank" if app is not None else ""
+        wall = f"; application time {seconds(app)} per rank" if app is not None else ""
         return f"run {index}: {self.data.folder} at {describe_point(self.point)}{wall}"
 
 
@@ -118,7 +119,7 @@ def _header(runs: list[_Run], kernels: list[str], config: Config) -> Section:
 def _kernel_section(kernel: str, runs: list[_Run], config: Config) -> Section:
     first, second = (run.bounds(kernel, config) for run in runs)
     times = [run.time(kernel) for run in runs]
-    shown = " and ".join(f"{t:.3g} s" if t is not None else "?" for t in times)
+    shown = " and ".join(seconds(t, missing="?") for t in times)
     rows, worse = [], {1: [], 2: []}
     for a, b in zip(first, second, strict=True):
         rows.append({"category": a.label, "LCPI 1": format_lcpi(a.lcpi),

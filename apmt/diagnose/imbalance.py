@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from apmt.diagnose.section import Finding, Section
+from apmt.display import seconds
 from apmt.kernels import is_mpi
 from apmt.model import UNACCOUNTED
 from apmt.tables import APP_KERNEL, TIME_METRIC
@@ -196,8 +197,8 @@ def _ordered(imbalanced: pd.DataFrame, waits: pd.DataFrame | None) -> pd.DataFra
 
 def _kernel_finding(row: pd.Series, waits: pd.DataFrame | None, where: str, p: int) -> Finding:
     heavy = int(row["heavy_rank"])
-    text = (f"{where}: {row['kernel']} is imbalanced: rank {heavy} spends {row['max']:.3g} s "
-            f"in it, {row['imbalance']:.2f}x the mean of {row['mean']:.3g} s over "
+    text = (f"{where}: {row['kernel']} is imbalanced: rank {heavy} spends {seconds(row['max'])} "
+            f"in it, {row['imbalance']:.2f}x the mean of {seconds(row['mean'])} over "
             f"{int(row['ranks'])} ranks ({row['share']:.0%} of a rank's time)")
     if waits is not None and not waits.empty:
         share = waits.set_index("rank")["wait_share"]
@@ -249,7 +250,7 @@ def _decomposition(worst: pd.Series, waits: pd.DataFrame, where: str, p: int) ->
     return [Finding("problem", (
         f"{where}: a different decomposition would help: the other ranks wait {light:.0%} of "
         f"their time in MPI, rank {heavy} {heavy_share:.0%}; giving them part of rank "
-        f"{heavy}'s {worst['kernel']} would save up to {saving:.3g} s per run "
+        f"{heavy}'s {worst['kernel']} would save up to {seconds(saving)} per run "
         f"({saving / own:.0%} of rank {heavy}'s time)"), worst["kernel"], heavy, p)]
 
 

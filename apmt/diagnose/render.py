@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from apmt.diagnose.section import Section
+from apmt.display import number, pieces, wrap_words
 
 MARKS = {"problem": "problem: ", "warning": "warning: ", "info": "- "}
 MIN_COLUMN = 6
@@ -87,17 +88,20 @@ def _hard_wrap(line: str, width: int) -> Iterable[str]:
 def cell_text(value: object) -> str:
     """A table cell as both outputs print it."""
     if isinstance(value, float):
-        return "-" if pd.isna(value) else f"{value:.4g}"
+        return number(value)
     return str(value)
 
 
 def table_lines(table: pd.DataFrame, width: int) -> list[str]:
-    """The table in columns, narrowing the widest ones (their cells wrap) to fit ``width``."""
+    """The table in columns, narrowing the widest ones (their cells wrap) to fit ``width``;
+    a row per column's value when even the numbers do not fit side by side."""
     headers = [str(c) for c in table.columns]
     cells = [[cell_text(v) for v in row] for row in table.itertuples(index=False)]
     numeric = [_is_numeric(table[c]) for c in table.columns]
     widths = _column_widths(headers, cells, numeric, width)
-    lines = _row_lines([_breakable(h) for h in headers], widths, [False] * len(widths))
+    if widths is None:
+        return _record_lines(headers, cells, width)
+    lines = _row_lines(headers, widths, [False] * len(widths))
     lines.append(GAP.join("-" * w for w in widths))
     for row in cells:
         lines += _row_lines(row, widths, numeric)
@@ -105,55 +109,68 @@ def table_lines(table: pd.DataFrame, width: int) -> list[str]:
 
 
 def _column_widths(headers: list[str], cells: list[list[str]], numeric: list[bool],
-                   width: int) -> list[int]:
-    """Natural widths, narrowed to fit: first down to each column's longest word (numbers do
-    not wrap), then, if still too wide, below it (words break)."""
+                   width: int) -> list[int] | None:
+    """Natural widths, narrowed to fit: first down to each column's longest word (a numeric
+    column's cells do not wrap), then, if still too wide, down to its longest number (text
+    words break, numbers never do). None when the numbers alone do not fit."""
     columns = [[h, *(row[i] for row in cells)] for i, h in enumerate(headers)]
-    widths = [max(len(text) for text in column) for column in columns]
-    least = [max(len(word) for text in column[1:] or [""] for word in
-                 ([text] if right else text.split()) or [""]) for column, right in
-             zip(columns, numeric, strict=True)]
-    least = [max(w, len(max(_breakable(h).split(), key=len, default="")), MIN_COLUMN)
-             for w, h in zip(least, headers, strict=True)]
+    natural = [max(len(text) for text in column) for column in columns]
+    words = [[w for text in column[1:] for w in ([text] if right else pieces(text))]
+             for column, right in zip(columns, numeric, strict=True)]
+    longest = [max([MIN_COLUMN, *map(len, column), *map(len, pieces(h))])
+               for column, h in zip(words, headers, strict=True)]
+    numbers = [max([MIN_COLUMN, *(len(w) for w in [*column, *h.split()] if _is_number(w))])
+               for column, h in zip(words, headers, strict=True)]
+    widths = _narrowed(_narrowed(natural, longest, width), numbers, width)
+    return widths if _total(widths) <= width else None
 
-    def total() -> int:
-        return sum(widths) + len(GAP) * (len(widths) - 1)
 
-    while total() > width:
-        wider = [i for i, w in enumerate(widths) if w > least[i]] or \
-                [i for i, w in enumerate(widths) if w > MIN_COLUMN]
+def _narrowed(widths: list[int], least: list[int], width: int) -> list[int]:
+    """The widest column above its least width loses a character until the table fits."""
+    widths = list(widths)
+    while _total(widths) > width:
+        wider = [i for i, w in enumerate(widths) if w > least[i]]
         if not wider:
             break
-        widest = max(wider, key=lambda i: widths[i])
-        widths[widest] -= 1
+        widths[max(wider, key=lambda i: widths[i])] -= 1
     return widths
 
 
-def _breakable(header: str) -> str:
-    """A header may wrap after its underscores (rank_first); shown joined when it fits."""
-    return header.replace("_", "_ ")
+def _total(widths: list[int]) -> int:
+    return sum(widths) + len(GAP) * (len(widths) - 1)
+
+
+def _is_number(word: str) -> bool:
+    """A word that reads as a number ('1.582e-05', '12%', '(0.5)'): it is never broken."""
+    try:
+        float(word.strip("()[]<>=~,;:%*+x"))
+    except ValueError:
+        return False
+    return True
+
+
+def _record_lines(headers: list[str], cells: list[list[str]], width: int) -> list[str]:
+    """Each row as 'column: value' lines under a rule, for a table too wide for the width."""
+    lines = []
+    for row in cells:
+        lines.append("-" * width)
+        for header, text in zip(headers, row, strict=True):
+            lines += _wrap(f"{header}: {text}", width, "    ")
+    return lines
 
 
 def _is_numeric(column: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
 
 
-def _cell_lines(text: str, width: int) -> list[str]:
-    joined = text.replace("_ ", "_")
-    if len(joined) <= width:
-        return [joined]
-    return [line.replace("_ ", "_") for line in
-            textwrap.wrap(text, width, break_on_hyphens=False)] or [""]
-
-
 def _row_lines(row: list[str], widths: list[int], numeric: list[bool]) -> list[str]:
     """One table row, over several lines where a cell is wider than its column."""
-    pieces = [_cell_lines(text, w) for text, w in zip(row, widths, strict=True)]
-    height = max(len(p) for p in pieces)
+    wrapped = [wrap_words(text, w) for text, w in zip(row, widths, strict=True)]
+    height = max(len(p) for p in wrapped)
     lines = []
     for index in range(height):
         parts = []
-        for piece, w, right in zip(pieces, widths, numeric, strict=True):
+        for piece, w, right in zip(wrapped, widths, numeric, strict=True):
             text = piece[index] if index < len(piece) else ""
             parts.append(text.rjust(w) if right else text.ljust(w))
         lines.append(GAP.join(parts))

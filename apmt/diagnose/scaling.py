@@ -44,6 +44,7 @@ import pandas as pd
 from apmt.comm import kind_of
 from apmt.diagnose import imbalance
 from apmt.diagnose.section import Finding, Section
+from apmt.display import seconds
 from apmt.errors import ApmtError
 from apmt.kernels import KEY_THRESHOLD, MPI_NAME, MPI_RUNTIME, NONSCALABLE_SLOPE, OTHERS
 from apmt.model import (
@@ -75,6 +76,7 @@ FLAT = 0.02
 P2P, LIBRARY, OTHER_COLLECTIVES = "p2p communication", "MPI library", "other collectives"
 OTHERS_PART = PART_LABELS["others_time"]
 SCALING = "Scaling"    # the title when the scaling part cannot be diagnosed
+NOT_SEEN = "not seen"  # a time the study did not measure
 
 
 @dataclass
@@ -305,12 +307,13 @@ def _minimum(table: pd.DataFrame, parts: pd.DataFrame, measured_max: float,
             if best != last else ""
         return [Finding("info", (
             f"total time keeps falling up to {_p(p[last], measured_max)}{flat}: "
-            f"{time[0]:.3g} s at {_p(p[0], measured_max)} -> {time[last]:.3g} s (parallel "
+            f"{seconds(time[0])} at {_p(p[0], measured_max)} -> {seconds(time[last])} (parallel "
             f"efficiency {time[0] * p[0] / (time[last] * p[last]):.0%})"), p=int(p[last]))]
     severity = "problem" if p[best] <= measured_max else "warning"
     findings = [Finding(severity, (
-        f"total time stops falling at {_p(p[best], measured_max)}: minimum {time[best]:.3g} s; "
-        f"{time[last]:.3g} s at {_p(p[last], measured_max)} (+{time[last] - time[best]:.3g} s)"),
+        f"total time stops falling at {_p(p[best], measured_max)}: minimum "
+        f"{seconds(time[best])}; {seconds(time[last])} at {_p(p[last], measured_max)} "
+        f"(+{seconds(time[last] - time[best])})"),
         p=int(p[best]))]
     return findings + _rise_causes(parts, p[best], p[last], measured_max, severity)
 
@@ -319,7 +322,7 @@ def _weak_growth(time: np.ndarray, p: np.ndarray, parts: pd.DataFrame,
                  measured_max: float) -> list[Finding]:
     """Weak scaling keeps the work per rank: ideally the time stays; what makes it grow."""
     last = len(p) - 1
-    text = (f"{time[0]:.3g} s at {_p(p[0], measured_max)} -> {time[last]:.3g} s at "
+    text = (f"{seconds(time[0])} at {_p(p[0], measured_max)} -> {seconds(time[last])} at "
             f"{_p(p[last], measured_max)} (weak-scaling efficiency {time[0] / time[last]:.0%})")
     if time[last] <= time[0] * (1 + FLAT):
         return [Finding("info", f"time per rank stays within {FLAT:.0%}: {text}",
@@ -342,7 +345,8 @@ def _rise_causes(parts: pd.DataFrame, low_p: float, high_p: float, measured_max:
         what = kernel if kernel == part else f"{kernel} ({part})"
         findings.append(Finding(severity, (
             f"the rise from {_p(low_p, measured_max)} comes from {what}: "
-            f"{at.loc[(kernel, part), low_p]:.3g} s -> {at.loc[(kernel, part), high_p]:.3g} s "
+            f"{seconds(at.loc[(kernel, part), low_p])} -> "
+            f"{seconds(at.loc[(kernel, part), high_p])} "
             f"at {_p(high_p, measured_max)}, {at.loc[(kernel, part), high_p] / total:.0%} of "
             "the time there"), kernel, None, int(high_p)))
     return findings
@@ -377,8 +381,8 @@ def ranking_section(model: dict, parts: pd.DataFrame, measured_max: float) -> Se
     for _, row in table[table["flagged"]].iterrows():
         findings.append(Finding("warning", (
             f"{row['kernel']} is minor at {_p(first, measured_max)} (#{row['rank_first']}, "
-            f"{row['time_first']:.3g} s) but #{row['rank_last']} at {_p(last, measured_max)} "
-            f"({row['time_last']:.3g} s, {row['share_last']:.0%} of the time), among the top "
+            f"{seconds(row['time_first'])}) but #{row['rank_last']} at {_p(last, measured_max)} "
+            f"({seconds(row['time_last'])}, {row['share_last']:.0%} of the time), among the top "
             f"{TOP_RANKS} from {_p(row['top_from'], measured_max)}: a candidate for tuning "
             "that runs at small P would not show"), row["kernel"], None, int(last)))
     if not table["flagged"].any():
@@ -436,7 +440,7 @@ def _ranking_table(model: dict, times: pd.DataFrame, parts: pd.DataFrame) -> pd.
 def _top(times: pd.DataFrame, p: float, parts: pd.DataFrame, measured_max: float) -> Finding:
     rows = times[times["p"] == p].sort_values("rank").head(TOP_RANKS)
     total = parts.loc[parts["p"] == p, "time"].clip(lower=0.0).sum()
-    listed = ", ".join(f"#{r['rank']} {r['kernel']} {r['time']:.3g} s ({r['time'] / total:.0%})"
+    listed = ", ".join(f"#{r['rank']} {r['kernel']} {seconds(r['time'])} ({r['time'] / total:.0%})"
                        for _, r in rows.iterrows())
     return Finding("info", f"top kernels at {_p(p, measured_max)}: {listed}", p=int(p))
 
@@ -465,10 +469,10 @@ def nonscalable_section(model: dict, measurements: pd.DataFrame,
         severity = "problem" if share >= model["threshold"] else "warning"
         findings.append(Finding(severity, (
             f"{row['kernel']}: time per rank ~ P^{row['slope']:.2f}, {trend} with P: "
-            f"{_seconds(row['measured_first'])} at P={first_p:g}, "
-            f"{_seconds(row['measured_last'])} at P={last_p:g} (measured); "
-            f"{_seconds(row['predicted_last'])} at {_p(last, measured_max)} ({share:.0%} of "
-            "the time)"), row["kernel"], None, int(last)))
+            f"{seconds(row['measured_first'], missing=NOT_SEEN)} at P={first_p:g}, "
+            f"{seconds(row['measured_last'], missing=NOT_SEEN)} at P={last_p:g} (measured); "
+            f"{seconds(row['predicted_last'], missing=NOT_SEEN)} at {_p(last, measured_max)} "
+            f"({share:.0%} of the time)"), row["kernel"], None, int(last)))
     note = f"{len(table) - MAX_LISTED} more in the table" if len(table) > MAX_LISTED else None
     return Section(title, findings, table, note)
 
@@ -593,10 +597,6 @@ def _is_process_count(value: object) -> bool:
 
 def _total_params(model: dict) -> list[str]:
     return [name for name in model["params"] if name not in model["per_rank_params"]]
-
-
-def _seconds(value: float) -> str:
-    return "not seen" if np.isnan(value) else f"{value:.3g} s"
 
 
 def _p(p: float, measured_max: float) -> str:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from apmt.diagnose.lcpi import StudyData, describe_point, key_kernels, load_config, read_study
 from apmt.diagnose.section import Finding, Section
+from apmt.display import number, seconds
 from apmt.series import per_run
 from apmt.tables import APP_KERNEL, TIME_METRIC
 
@@ -71,20 +72,20 @@ def short_runs(data: StudyData, runs: pd.DataFrame, kernels: list[str],
     point = ["p", *data.params]
     findings = []
     on_cpu = time[time["kernel"] != APP_KERNEL].groupby([*point, "rep"])["value"].sum()
-    for key, seconds in on_cpu.groupby(level=point).mean().items():
-        samples = seconds * rate
+    for key, cpu_s in on_cpu.groupby(level=point).mean().items():
+        samples = cpu_s * rate
         if samples < least:
             where = describe_point(dict(zip(point, np.atleast_1d(key), strict=True)))
             findings.append(Finding("warning", f"run at {where} too short to sample: about "
-                                    f"{samples:.0f} samples per rank ({seconds:.3g} s on the "
+                                    f"{samples:.0f} samples per rank ({seconds(cpu_s)} on the "
                                     f"CPU at {rate:g} Hz), fewer than {least:g}"))
     per_point = time[time["kernel"].isin(kernels)].groupby(["kernel", *point])["value"].mean()
-    for (kernel, *values), seconds in per_point.items():
-        samples = seconds * rate
+    for (kernel, *values), kernel_s in per_point.items():
+        samples = kernel_s * rate
         if samples < least:
             where = describe_point(dict(zip(point, values, strict=True)))
             findings.append(Finding("warning", f"{kernel} at {where}: about {samples:.0f} "
-                                    f"samples per rank ({seconds:.3g} s at {rate:g} Hz), fewer "
+                                    f"samples per rank ({seconds(kernel_s)} at {rate:g} Hz), fewer "
                                     f"than {least:g}: its time and CPI are uncertain by more "
                                     f"than {1 / np.sqrt(least):.0%}", kernel=kernel))
     return findings
@@ -105,11 +106,12 @@ def varying(data: StudyData, runs: pd.DataFrame, kernels: list[str],
         spread = (high - low) / mean if mean > 0 else 0.0
         if spread > limit:
             where = describe_point(dict(zip(point, values, strict=True)))
-            unit = " s" if metric == TIME_METRIC else ""
+            shown = seconds if metric == TIME_METRIC else number
             findings.append(Finding("warning", f"{metric} of {kernel} at {where} varies by "
-                                    f"{spread:.0%} over {len(rows)} repetitions ({low:.3g} .. "
-                                    f"{high:.3g}{unit}), more than {limit:.0%}: the runs were "
-                                    "disturbed; repeat them on a quieter machine",
+                                    f"{spread:.0%} over {len(rows)} repetitions ("
+                                    f"{shown(low, 3)} .. {shown(high, 3)}), more than "
+                                    f"{limit:.0%}: the runs were disturbed; repeat them on a "
+                                    "quieter machine",
                                     kernel=kernel))
     return findings
 
