@@ -169,7 +169,24 @@ BAD_STUDIES = [
     ({"per_rank_params": ["m"]}, ["'per_rank_params'", "'m'"]),
     ({"points": [{"n": 1}]}, ["'params' and 'points'"]),
     ({"env": {"OMP_NUM_THREADS": "{threads}"}}, ["'env.OMP_NUM_THREADS'", "{threads}"]),
+    ({"labels": {"cls": {"n": {2: "S"}}}}, ["'labels.cls.n'", "no label for n = 1"]),
+    ({"labels": {"cls": {"m": {1: "S"}}}}, ["'labels.cls'", "'m' is not a parameter"]),
+    ({"labels": {"n": {"n": {1: "S"}}}}, ["'labels.n'", "the name is taken"]),
+    ({"labels": {"cls": {"n": {1: "S x"}}}}, ["'labels.cls.n.1'", "'S x'", "not a label"]),
+    ({"labels": {"cls": ["S"]}}, ["'labels.cls'", "one parameter"]),
 ]
+
+
+def test_a_label_names_a_parameters_value_in_the_command(tmp_path: Path) -> None:
+    """NPB's class as a parameter: the model sees the problem size, the command the letter."""
+    study = load_study(study_file(tmp_path, command="true cg.{cls}.x {n}", p=[1, 4],
+                                  params={"n": [1400, 7000]},
+                                  labels={"cls": {"n": {1400: "S", 7000: "W", 14000: "A"}}}))
+    commands = {(run.p, run.params["n"]): app_command(study, run, tmp_path)
+                for run in study.runs()}
+    assert commands[(4, 1400)] == "true cg.S.x 1400" and commands[(1, 7000)] == "true cg.W.x 7000"
+    assert {run.name for run in study.runs()} == {"p1_n1400_r1", "p1_n7000_r1", "p4_n1400_r1",
+                                                  "p4_n7000_r1"}
 
 
 @pytest.mark.parametrize(("fields", "fragments"), BAD_STUDIES,
@@ -264,6 +281,15 @@ def test_shipped_studies_load() -> None:
         assert all(round(p ** 0.5) ** 2 == p for p in studies[name].p)
     for name in ("npb-cg", "npb-mg", "npb-ft", "npb-lu", "npb-ep"):
         assert all(p & (p - 1) == 0 for p in studies[name].p), name
+    for name in ("npb-bt", "npb-sp", "npb-cg", "npb-mg", "npb-ft", "npb-lu", "npb-ep"):
+        study = studies[name]          # the class is a parameter: a size, and its letter
+        run = study.runs()[0]
+        bench = name.split("-")[1]
+        assert app_command(study, run, Path(".")).endswith(f"/{bench}.C.x"), name
+        (param, letters), = study.labels.values()
+        size_of = {letter: size for size, letter in letters.items()}
+        sizes = [size_of[letter] for letter in "SWABCDE"]   # growing with the class
+        assert sizes == sorted(set(sizes)) and list(run.params) == [param], name
     for study in studies.values():     # NPB: one file for mpirun here and srun under Slurm
         if study.name != "lammps-lj":
             assert study.launcher == ("auto" if study.name.startswith("npb") else "srun")

@@ -17,6 +17,10 @@ costs one line of error instead of an hour of runs. Fields:
                     cubes, a list, or {form: ..., max: P} (apmt.collect.accepted); the
                     study's own P are checked against it, and refinement proposes only these
     params          parameter name -> values; the runs are the product of these with ``p``
+    labels          placeholders that name a parameter's value in words, e.g. NPB's class:
+                    ``class: {na: {1400: S, 7000: W}}`` gives ``{class}`` = S where the
+                    parameter na is 1400 (the model sees na, the command the class letter);
+                    every value of the parameter needs its label
     points          instead of params: a list of parameter mappings; a point that gives ``p``
                     is one run at that P, the others are combined with every value in ``p``
     repetitions     runs per point (default 1, at most 1,000; a study makes at most 100,000
@@ -59,6 +63,7 @@ from apmt.inputs import MAX_P, MAX_VALUE, check_file, is_file, is_number, read_y
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 PARAM_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 LAUNCHERS = ("auto", "mpirun", "mpiexec", "srun")
 BACKENDS = ("perf-events", "perf-clock", "cachegrind", "auto", "none")
 RUN_PLACEHOLDERS = ("p", "run_dir")
@@ -70,7 +75,8 @@ MAX_RUNS = 100_000          # runs of one study: P x parameter values x repetiti
 MAX_TIMEOUT_S = 1e7         # a time limit of four months is no limit
 SHELL_OPERATORS = (";", "&&", "||", "|", "&", ">", "`", "$(")  # "< file" is fine: stdin
 STDIN = "<"
-FIELDS = ("name", "command", "p", "accepts_p", "params", "points", "repetitions", "launcher",
+FIELDS = ("name", "command", "p", "accepts_p", "params", "labels", "points", "repetitions",
+          "launcher",
           "launcher_args", "srun_mpi", "backend", "metrics", "machine", "timeout_s", "env",
           "setup", "expect_output", "trace_mpi", "per_rank_params", "app_kernel",
           "volume_ratios")
@@ -84,6 +90,7 @@ class Run:
     params: dict[str, float]
     rep: int
     suffix: str = ""   # a set of runs kept apart from the study's own, e.g. ``_f2000MHz``
+    labels: dict[str, str] = field(default_factory=dict)   # label placeholder -> its text
 
     @property
     def name(self) -> str:
@@ -96,7 +103,7 @@ class Run:
         """What a template may name; whole numbers print without ``.0``. Each fills one
         word as it is (no quoting: no shell reads the words)."""
         values = {name: _plain(value) for name, value in self.params.items()}
-        return {"p": self.p, **values, "run_dir": str(run_dir)}
+        return {"p": self.p, **values, **self.labels, "run_dir": str(run_dir)}
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,8 @@ class Study:
     p: tuple[int, ...]
     params: dict[str, tuple[float, ...]]
     accepts_p: AcceptedP = field(default_factory=AcceptedP)
+    # label placeholder -> (the parameter it names, parameter value -> text)
+    labels: dict[str, tuple[str, dict[float, str]]] = field(default_factory=dict)
     points: tuple[dict[str, float], ...] | None = None
     repetitions: int = 1
     launcher: str = "auto"
@@ -141,8 +150,14 @@ class Study:
         """Every run, repetitions outermost: each round covers every point once, so a slow
         drift of the machine touches all points alike (medians of interleaved runs), and an
         interrupted study has already seen every point."""
-        return [Run(p, point, rep, self.run_suffix) for rep in range(1, self.repetitions + 1)
-                for p, point in self._points()]
+        return [Run(p, point, rep, self.run_suffix, self.labels_of(point))
+                for rep in range(1, self.repetitions + 1) for p, point in self._points()]
+
+    def labels_of(self, point: dict[str, float]) -> dict[str, str]:
+        """The label placeholders' texts at a point (a value without a label is refused on
+        loading, so every label of a checked study is found)."""
+        return {label: texts.get(point.get(param), "")
+                for label, (param, texts) in self.labels.items()}
 
     def _points(self) -> list[tuple[int, dict[str, float]]]:
         if self.points is None:
@@ -189,7 +204,7 @@ def check_study(data: object, path: Path) -> Study:
     params, points = fields.params_and_points()
     study = Study(
         name=fields.name(), source=path, command=fields.text("command", required=True),
-        p=tuple(p), params=params, points=points,
+        p=tuple(p), params=params, points=points, labels=fields.labels(),
         accepts_p=parse_accepted(data.get("accepts_p"), path),
         repetitions=fields.positive_int("repetitions", 1, MAX_REPETITIONS),
         launcher=fields.choice("launcher", LAUNCHERS, "auto"),
@@ -203,6 +218,7 @@ def check_study(data: object, path: Path) -> Study:
         app_kernel=fields.text("app_kernel"), volume_ratios=fields.ratios())
     _check_names(study, path)
     _check_run_count(study, path)
+    _check_labels(study, path)
     _check_unique_runs(study, path)
     _check_accepted(study, path)
     _check_template(study.command, "command", study, path)
@@ -334,6 +350,36 @@ class _Fields:
             out.append({**({"p": point["p"]} if "p" in point else {}), **values})
         return tuple(out)
 
+    def labels(self) -> dict[str, tuple[str, dict[float, str]]]:
+        """label placeholder -> (its parameter, value -> text)."""
+        labels = self.data.get("labels") or {}
+        if not isinstance(labels, dict):
+            raise self.fail("labels", labels, "is not a mapping of placeholder -> "
+                                              "{parameter: {value: text}}")
+        out = {}
+        for label, spec in labels.items():
+            if not isinstance(label, str) or not PARAM_PATTERN.match(label):
+                raise self.fail("labels", label, "is not a placeholder name (a letter, then "
+                                                 "letters, digits or _)")
+            if not isinstance(spec, dict) or len(spec) != 1:
+                raise self.fail(f"labels.{label}", spec, "is not one parameter -> "
+                                                         "{value: text} mapping")
+            (param, texts), = spec.items()
+            key = f"labels.{label}.{param}"
+            if not isinstance(texts, dict) or not texts:
+                raise self.fail(key, texts, "is not a mapping of parameter value -> text")
+            out[label] = (str(param), {self.param_value(f"{key}", value):
+                                       self.label_text(f"{key}.{value}", text)
+                                       for value, text in texts.items()})
+        return out
+
+    def label_text(self, key: str, text: object) -> str:
+        if isinstance(text, bool) or not isinstance(text, str | int) \
+                or not LABEL_PATTERN.match(str(text)):
+            raise self.fail(key, text, "is not a label (letters, digits, '.', '_', '+' or "
+                                       "'-', at most 64)")
+        return str(text)
+
     def int_list_item(self, key: str, value: object) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_P:
             raise self.fail(key, value, f"is not a process count from 1 to {MAX_P}")
@@ -400,6 +446,22 @@ def _check_names(study: Study, path: Path) -> None:
                         "but backend is none")
 
 
+def _check_labels(study: Study, path: Path) -> None:
+    """A label names a value of a parameter of the study, under a name of its own, and every
+    value the runs take has one."""
+    for label, (param, texts) in study.labels.items():
+        if label in (*study.param_names, *RUN_PLACEHOLDERS, *RESERVED_PARAMS):
+            raise ApmtError(f"{path}: field 'labels.{label}': the name is taken (a parameter, "
+                            "a placeholder or a table column)")
+        if param not in study.param_names:
+            raise ApmtError(f"{path}: field 'labels.{label}': {param!r} is not a parameter of "
+                            f"the study (parameters: {', '.join(study.param_names) or 'none'})")
+        missing = sorted({point[param] for _, point in study._points()} - set(texts))
+        if missing:
+            raise ApmtError(f"{path}: field 'labels.{label}.{param}': no label for {param} = "
+                            f"{_number(missing[0])}")
+
+
 def _check_run_count(study: Study, path: Path) -> None:
     """Count the runs before listing them: a list of 10**12 runs would exhaust memory."""
     if study.points is None:
@@ -460,7 +522,7 @@ def _template_words(template: str, key: str, path: Path) -> list[str]:
 def _check_fields(word: str, template: str, key: str, study: Study, path: Path) -> None:
     """Only bare known names: a format specification or conversion (``{p:>400000000}``)
     is not documented and could blow up a word, so it is refused."""
-    known = [*RUN_PLACEHOLDERS, *study.param_names]
+    known = [*RUN_PLACEHOLDERS, *study.param_names, *study.labels]
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion
                   in string.Formatter().parse(word) if name is not None]
