@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import shutil
+import struct
+import tarfile
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +16,7 @@ import pytest
 from pycubexr import CubexParser
 
 from apmt.errors import ApmtError
+from apmt.ingest import cube
 from apmt.ingest.cube import metric_name, parse_run_name, read_cube
 from apmt.tables import check_table
 
@@ -181,3 +186,28 @@ def test_runs_with_different_parameters_are_refused(data: Path) -> None:
 def test_missing_path(tmp_path: Path) -> None:
     with pytest.raises(ApmtError, match="no such file"):
         read_cube([tmp_path / "nowhere"])
+
+
+def test_a_zlib_bomb_is_refused_before_it_inflates(data: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A metric stored as one zlib block that inflates far beyond any profile's size (here
+    8 MiB of zeros in 8 KiB, against a limit lowered to 1 MiB): one line, before pycubexr
+    would inflate it whole."""
+    monkeypatch.setattr(cube, "MAX_INFLATED_BYTES", 2 ** 20)
+    source = data / "scorep_cube_sample" / "lulesh.p27.size25.r1" / "profile.cubex"
+    block = zlib.compress(bytes(8 * 2 ** 20), 9)
+    bomb = cube.ZDATA + struct.pack("<q", 1) + struct.pack("<3q", 0, 0, len(block)) + block
+    target = tmp_path / "lulesh.p27.size25.r1" / "profile.cubex"
+    target.parent.mkdir()
+    with tarfile.open(source) as old, tarfile.open(target, "w") as new:
+        for member in old.getmembers():
+            content = old.extractfile(member).read() if member.isfile() else None
+            if member.name == "0.data":
+                content = bomb
+                member.size = len(bomb)
+            new.addfile(member, io.BytesIO(content) if content is not None else None)
+    with pytest.raises(ApmtError) as caught:
+        read_cube([target])
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(str(target)), message
+    assert "0.data" in message and "inflate beyond 1 MiB" in message, message

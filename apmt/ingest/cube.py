@@ -78,6 +78,11 @@ UNREADABLE = (tarfile.TarError, OSError, EOFError, KeyError, IndexError, ParseEr
               MemoryError)
 ZDATA = b"ZCUBEX.DATA"
 INDEX_HEADER = b"CUBEX.INDEX"
+# what one metric's compressed blocks may inflate to: 64 million values, far more than a
+# profile of 100,000 call paths at 1,000 ranks holds per rank group; a zlib bomb (1,000:1)
+# would otherwise take the memory pycubexr asks for without a bound
+MAX_INFLATED_BYTES = 512 * 2 ** 20
+INFLATE_STEP = 2 ** 20
 
 
 def read_cube(paths: list[Path]) -> pd.DataFrame:
@@ -190,7 +195,7 @@ def _check_compressed_sizes(profile: Path) -> None:
                 index = members.get(name.removesuffix(".data") + ".index")
                 if name.endswith(".data") and index is not None:
                     _check_data_member(tar, member, index, profile)
-    except (tarfile.TarError, OSError, EOFError, ValueError, struct.error) as error:
+    except (tarfile.TarError, OSError, EOFError, ValueError, struct.error, zlib.error) as error:
         raise ApmtError(f"{profile}: not a readable CUBE4 profile ({shown(str(error), 80)})"
                         ) from None
 
@@ -214,6 +219,23 @@ def _check_data_member(tar: tarfile.TarFile, member: tarfile.TarInfo, index: tar
             raise ApmtError(f"{profile}: member {member.name}: compressed blocks of "
                             f"{sum(sizes)} bytes claimed in {member.size} bytes (a damaged "
                             "profile)")
+        inflated = 0
+        for size in (size for size in sizes if size):
+            inflated += _inflated_size(data.read(size), MAX_INFLATED_BYTES - inflated)
+            if inflated > MAX_INFLATED_BYTES:
+                raise ApmtError(f"{profile}: member {member.name}: its compressed blocks "
+                                f"inflate beyond {MAX_INFLATED_BYTES // 2 ** 20} MiB (a "
+                                "damaged profile, or a zlib bomb)")
+
+
+def _inflated_size(block: bytes, limit: int) -> int:
+    """How many bytes a zlib block inflates to, counted in steps and stopped past ``limit``:
+    nothing of the size a damaged or hostile block claims is ever held."""
+    inflater = zlib.decompressobj()
+    total = len(inflater.decompress(block, INFLATE_STEP))
+    while inflater.unconsumed_tail and total <= limit:
+        total += len(inflater.decompress(inflater.unconsumed_tail, INFLATE_STEP))
+    return total
 
 
 def _call_paths(cube: CubexParser) -> list[str]:
