@@ -320,14 +320,23 @@ def test_auto_is_srun_inside_an_allocation_and_mpirun_elsewhere() -> None:
     assert load_study(REPO / "config/studies/lammps-lj.yaml").launcher == "auto"
 
 
-def test_a_p_beyond_every_partition_needs_overcommit() -> None:
+def test_a_p_beyond_its_partition_needs_overcommit() -> None:
     from apmt.collect.slurm import needs_overcommit, parse_sinfo
-    known = parse_sinfo("local|0/2/0/2|1\nbig|8/24/0/32|1\nbig|0/32/0/32|1\nbad line\n")
-    assert [(k.name, k.cpus, k.nodes) for k in known] == [("local", 2, 1), ("big", 64, 2)]
-    assert not needs_overcommit(64, "study s", False, known)
-    assert needs_overcommit(65, "study s", True, known)
+    known = parse_sinfo("local*|0/2/0/2|1\nbig|8/24/0/32|1\nbig|0/32/0/32|1\nbad line\n")
+    assert [(k.name, k.cpus, k.nodes, k.default) for k in known] == [
+        ("local", 2, 1, True), ("big", 64, 2, False)]
+    # the job goes to the default partition unless the profile names one
+    assert needs_overcommit(3, "study s", True, known)
+    assert not needs_overcommit(64, "study s", False, known, named="big")
+    assert needs_overcommit(65, "study s", True, known, named="big")
     with pytest.raises(ApmtError) as caught:
-        needs_overcommit(65, "profile_p: study s", False, known)
+        needs_overcommit(65, "profile_p: study s", False, known, named="big")
     assert str(caught.value).startswith("profile_p: study s: P=65 asks Slurm for 65 tasks, "
-                                        "but the largest partition (big: 2 node(s)) has 64 CPUs")
+                                        "but the partition (big: 2 node(s)) has 64 CPUs")
+    with pytest.raises(ApmtError) as caught:
+        needs_overcommit(3, "profile_p: study s", False, known)
+    assert "but the default partition (local: 1 node(s)) has 2 CPUs" in str(caught.value)
+    assert not needs_overcommit(10**6, "study s", False, known, named="elsewhere")
+    largest = parse_sinfo("a|0/2/0/2|1\nb|0/8/0/8|1\n")            # no default: the largest
+    assert not needs_overcommit(8, "study s", False, largest)
     assert not needs_overcommit(10**6, "study s", False, [])     # no sinfo: Slurm decides

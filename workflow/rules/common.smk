@@ -232,9 +232,21 @@ def site_overcommits(rule: str) -> bool:
     return "--overcommit" in str(getattr(extra, "raw", extra))
 
 
+def rule_partition(rule: str) -> str | None:
+    """The partition a profile sends this rule's jobs to (its set-resources, else the
+    default-resources), or None: the cluster's default."""
+    settings = workflow.resource_settings
+    for given in ((settings.overwrite_resources or {}).get(rule) or {},
+                  settings.default_resources or {}):
+        if "slurm_partition" in given:
+            value = getattr(given["slurm_partition"], "raw", given["slurm_partition"])
+            return None if callable(value) else (str(value).strip("'\" ") or None)
+    return None
+
+
 def overcommits(wildcards, rule: str) -> bool:
-    """Whether a profiling job needs sbatch --overcommit: under Slurm, P above every
-    partition's CPUs; refused with one line (before submission) unless the config's
+    """Whether a profiling job needs sbatch --overcommit: under Slurm, P above the CPUs of
+    its partition; refused with one line (before submission) unless the config's
     slurm_overcommit or the rule's slurm_extra allows it."""
     if not submits_to_slurm():
         return False
@@ -242,7 +254,8 @@ def overcommits(wildcards, rule: str) -> bool:
 
     allowed = config["slurm_overcommit"] or site_overcommits(rule)
     try:
-        return needs_overcommit(int(wildcards.p), f"{rule}: study {wildcards.study}", allowed)
+        return needs_overcommit(int(wildcards.p), f"{rule}: study {wildcards.study}", allowed,
+                                named=rule_partition(rule))
     except ApmtError as error:
         raise WorkflowError(str(error)) from None
 
