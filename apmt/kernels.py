@@ -36,12 +36,12 @@ KEY_THRESHOLD = 0.05
 # cost ~ P^slope; -0.1 is 7% less per doubling of P, +0.1 is 7% more
 NONSCALABLE_SLOPE = {"strong": -0.1, "weak": 0.1}
 MPI_NAME = re.compile(r"^(P?MPI_|p?mpi_)\w+", re.IGNORECASE)
-# the libraries of MPI implementations and their transports, whose internals samplers group
-# into one kernel per library, e.g. <libmpi>
+# the libraries of MPI implementations, their transports and helpers, and apmt's own PMPI
+# tracer, whose internals samplers group into one kernel per library, e.g. <libmpi>
 MPI_LIBRARY = re.compile(
     r"^(libmpi\w*|libmpich\w*|libmpifort\w*|libopen-pal|libopen-rte|libopen-orted-mpir|libpmix"
     r"|libprrte|libucp|libuct|libucs|libucm|libfabric|libpsm2?|libhcoll|libmca_\w+|mca_\w+"
-    r"|libompi\w*|libhwloc|libevent\w*)$")
+    r"|libompi\w*|libhwloc|libevent[\w.-]*|libapmt_pmpi)$")
 # the C library's parts and the OS kernel, as samplers name them grouped (<libc>, <kernel>)
 SYSTEM_LIBRARY = re.compile(r"^(libc|libpthread|librt|libdl|libutil|libresolv|libanl|vdso"
                             r"|vsyscall|kernel|libc\.musl[\w.-]*|ld-musl[\w.-]*)$")

@@ -331,6 +331,8 @@ def test_perf_events_backends_one_per_pass():
     ("libpthread.so.0", "[.] pthread_mutex_lock", "<libpthread>"),
     ("[vdso]", "[.] __vdso_clock_gettime", "<vdso>"),
     ("libm.so.6", "[.] __exp_fma", "__exp_fma"),
+    ("libapmt_pmpi.so", "[.] apmt_record", "<libapmt_pmpi>"),
+    ("libevent_pthreads-2.1.so.7.0.1", "[.] 0x0000000000001234", "<libevent_pthreads-2.1>"),
     ("libfoo.so.3", "[.] 0x0000000000001234", "<libfoo>"),
     ("[kernel.kallsyms]", "[k] finish_task_switch.isra.0", "<kernel>"),
     ("ld-linux-x86-64.so.2", "[.] _dl_relocate_object", "<loader>"),
@@ -518,6 +520,7 @@ def test_cache_geometry_from_the_machine():
     ("__memcpy_avx_unaligned_erms", "./string/../sysdeps/x86_64/multiarch/memmove-vec.S",
      "<libc>"), ("usleep", "../sysdeps/unix/sysv/linux/usleep.c", "<libc>"),
     ("__exp", "../sysdeps/ieee754/dbl-64/e_exp.c", "__exp"),
+    ("apmt_record", "???", "<libapmt_pmpi>"),
 ])
 def test_cachegrind_kernel_names(function, source, kernel):
     assert function_kernel(function, source) == kernel

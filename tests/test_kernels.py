@@ -198,7 +198,8 @@ def runtime_table() -> pd.DataFrame:
     rows = []
     for p in (1, 2, 4):
         for kernel, share in (("<kernel>", 0.5), ("<libc>", 0.15), ("<libpthread>", 0.05),
-                              ("<libmpi>", 0.06), ("<libopen-pal>", 0.04), ("<loader>", 0.02),
+                              ("<libmpi>", 0.05), ("<libevent_pthreads-2.1>", 0.01),
+                              ("<libapmt_pmpi>", 0.01), ("<libopen-pal>", 0.03), ("<loader>", 0.02),
                               ("solve", 0.16), ("residual", 0.02)):
             rows.append({"kernel": kernel, "metric": "time", "p": p, "value": share * 10 / p,
                          "reps": 2})
@@ -211,7 +212,8 @@ def test_runtime_parts_are_summed_into_named_buckets() -> None:
     assert at_1[SYSTEM] == pytest.approx(7.0) and at_1[MPI_RUNTIME] == pytest.approx(1.0)
     assert at_1["<loader>"] == pytest.approx(0.2) and at_1["solve"] == pytest.approx(1.6)
     assert held[SYSTEM] == ["<kernel>", "<libc>", "<libpthread>"]
-    assert held[MPI_RUNTIME] == ["<libmpi>", "<libopen-pal>"]
+    assert held[MPI_RUNTIME] == ["<libapmt_pmpi>", "<libevent_pthreads-2.1>", "<libmpi>",
+                                 "<libopen-pal>"]
     assert table["value"].sum() == pytest.approx(runtime_table()["value"].sum())
     assert set(table["reps"]) == {2}
 

@@ -82,6 +82,7 @@ MPI_PREFIXES = (
     (("orte_", "ORTE_"), "libopen-rte"), (("pmix_", "PMIx_", "PMIX_"), "libpmix"),
     (("MPIR_", "MPID", "MPII_", "MPIU_", "MPL_"), "libmpich"), (("ucp_",), "libucp"),
     (("uct_",), "libuct"), (("ucs_",), "libucs"), (("ucm_",), "libucm"),
+    (("apmt_",), "libapmt_pmpi"),
 )
 _LOADER_NAME = re.compile(r"^(_dl_|_dl[A-Z]|dl_main|_rtld|rtld_|__rtld|do_lookup_x|check_match"
                           r"|_start$|__GI__dl|vgPlain_|_vgn|_vgr|vg_)")
