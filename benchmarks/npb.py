@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/npb.py NPB_DIR [--class S] [--benchmarks cg,mg,lu,ft,bt,sp]
        [--p 1,2,4,8] [--square-p 1,4,9] [--predict-p 16] [--repetitions 2]
-       [--out FOLDER] [--cores 2] [--machine NAME_OR_FILE]
+       [--out FOLDER] [--cores 2] [--everything] [--machine NAME_OR_FILE]
 
 NPB_DIR is an NPB 3.4 MPI tree that you built yourself (``make cg CLASS=S`` and so on in
 NPB3.4-MPI, binaries in NPB_DIR/bin such as cg.S.x); nothing of NPB is part of this
@@ -29,7 +29,10 @@ measured value, and the errors of the naive power law, Extra-P (when its environ
 installed), Amdahl and the analytic model (apmt.baselines, apmt.extrap_peer). FOLDER (default:
 apmt-npb-<class> in the system's temporary folder) keeps the study files, the config, the raw
 runs and every result; a second run reuses the finished runs. Runs beyond the machine's cores
-oversubscribe it, and apmt's run records say so.
+oversubscribe it, and apmt's run records say so. Class S, all six, 2 repetitions: about 37
+minutes on a 2-core machine, most of it cachegrind starting 16 ranks (it runs once per P;
+the repetitions time only). Extra-P asks for 5 values per parameter: from 3 or 4 P it often
+chooses a constant model.
 """
 
 from __future__ import annotations
@@ -95,12 +98,13 @@ def workflow_config(folder: Path, studies: dict[str, Path], predict_p: int,
     return path
 
 
-def run_workflow(folder: Path, cores: int) -> int:
-    """``snakemake --cores N`` with this repository's Snakefile, working in ``folder``."""
+def run_workflow(folder: Path, cores: int, everything: bool) -> int:
+    """``snakemake --cores N`` with this repository's Snakefile, working in ``folder``: the
+    evaluations only, or with ``everything`` the default job's outputs (models, figures,
+    diagnoses)."""
     snakemake = Path(sys.executable).parent / "snakemake"
-    targets = [f"results/{study}/evaluation.csv"
-               for study in yaml.safe_load((folder / "config" / "config.yaml").read_text())
-               ["studies"]]
+    studies = yaml.safe_load((folder / "config" / "config.yaml").read_text())["studies"]
+    targets = [] if everything else [f"results/{study}/evaluation.csv" for study in studies]
     command = [str(snakemake) if snakemake.is_file() else "snakemake",
                "--snakefile", str(REPOSITORY / "Snakefile"), "--directory", str(folder),
                "--workflow-profile", str(REPOSITORY / "profiles" / "default"),
@@ -190,6 +194,8 @@ def main() -> int:
     parser.add_argument("--repetitions", type=int, default=2)
     parser.add_argument("--out", type=Path, help="working folder (default: a temporary one)")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--everything", action="store_true",
+                        help="also the models, figures and diagnoses (about 6 more minutes)")
     parser.add_argument("--machine", help="machine file or shipped name (default: this host, "
                         "measured once by apmt machine probe)")
     args = parser.parse_args()
@@ -216,7 +222,7 @@ def main() -> int:
     workflow_config(folder, studies, args.predict_p, baselines_available())
 
     started = time.perf_counter()
-    status = run_workflow(folder, args.cores)
+    status = run_workflow(folder, args.cores, args.everything)
     minutes = (time.perf_counter() - started) / 60
 
     table = pd.DataFrame([row for name in names
