@@ -61,12 +61,16 @@ INSTRUCTIONS = "instructions"
 TOP_KERNELS = 3
 
 
-def study_file(folder: Path, name: str, binary: Path, p: list[int], repetitions: int,
-               machine: str | None) -> Path:
-    """The shipped study of this benchmark, pointed at the binary and at these P."""
+def study_file(folder: Path, name: str, npb_class: str, npb: Path, p: list[int],
+               repetitions: int, machine: str | None) -> Path:
+    """The shipped study of this benchmark at one class (its size parameter set to that
+    class's, the command template kept: ``bin/<name>.{class}.x`` in NPB_DIR), at these P."""
     study = yaml.safe_load((STUDIES / f"npb-{name}.yaml").read_text())
-    study.update(command=str(binary), p=p, repetitions=repetitions, launcher="auto",
-                 backend="auto", timeout_s=900)
+    (param, letters), = study["labels"]["class"].items()
+    size = next(value for value, letter in letters.items() if letter == npb_class)
+    template = Path(study["command"]).name
+    study.update(command=str(npb / "bin" / template), params={param: [size]}, p=p,
+                 repetitions=repetitions, launcher="auto", backend="auto", timeout_s=900)
     study.pop("machine", None)          # the paper's cluster; this host's file, or a given one
     if machine:
         study["machine"] = machine
@@ -218,7 +222,8 @@ def main() -> int:
                          "NPB3.4-MPI)")
         binaries[name] = binary
         p = sorted({*fitted[name in SQUARE], args.predict_p})
-        studies[name] = study_file(folder, name, binary, p, args.repetitions, args.machine)
+        studies[name] = study_file(folder, name, args.klass, npb, p, args.repetitions,
+                                   args.machine)
     workflow_config(folder, studies, args.predict_p, baselines_available())
 
     started = time.perf_counter()
