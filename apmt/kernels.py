@@ -9,8 +9,10 @@ With one measure of cost per run (``time`` where the functions have it measured,
 - ``communication`` when it is an MPI call or the MPI runtime (the communication model covers
   it);
 - ``runtime`` when it is one of the other buckets: modelled on its own, never a key kernel;
-- ``key`` when its share of the application's cost outside the run-time system exceeds the
-  threshold in any run, or when the study lists it among its kernels of interest;
+- ``key`` when its share of the application's cost exceeds the threshold in any run (in a
+  sampled profile, where the run-time system is found, of its own functions' cost: neither
+  MPI, the run-time system nor unsampled wall time), or when the study lists it among its
+  kernels of interest;
 - ``non-scalable`` when its cost per rank does not fall as P grows in strong scaling, or
   grows with P in weak scaling (a power-law slope in P above ``NONSCALABLE_SLOPE``): minor
   now, it may become a hotspot at scale;
@@ -135,19 +137,17 @@ def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = N
              ) -> pd.DataFrame:
     """Classify every kernel of a points table (see apmt.series.points; the run-time system
     grouped by runtime_buckets) by its share of ``metric`` (default: cost_metric's choice).
-    The kernels of ``interest`` are key whatever their share. A kernel's share is of the
-    application's cost outside the run-time system, a bucket's of the whole."""
+    The kernels of ``interest`` are key whatever their share. In a sampled profile a
+    kernel's share is of the application's own functions' cost, a bucket's of the whole."""
     metric = metric or cost_metric(points, app_kernel)
     cost = points[points["metric"] == metric]
     run = ["p", *params]
     totals = _totals(cost, run, app_kernel)
     is_runtime = cost["kernel"].map(lambda kernel: runtime_bucket(kernel) is not None)
-    runtime_cost = cost[is_runtime].groupby(run)["value"].sum()
-    own = totals.sub(runtime_cost.reindex(totals.index, fill_value=0.0)).where(
-        lambda total: total > 0).rename("own")
-    shares = cost.join(totals, on=run).join(own, on=run)
+    own = _own_totals(cost, run, app_kernel, totals) if is_runtime.any() else totals
+    shares = cost.join(totals, on=run).join(own.rename("own"), on=run)
     shares["share"] = shares["value"] / shares["own"].where(~is_runtime, shares["total"])
-    basis = metric if runtime_cost.empty else f"{metric} outside the run-time system"
+    basis = f"the application's own {metric}" if is_runtime.any() else metric
     seen_at = points.groupby("kernel")["p"].nunique()
     rows = []
     for kernel, kernel_rows in shares.groupby("kernel", sort=True):
@@ -162,6 +162,17 @@ def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = N
         rows.append(_seen_enough(kernel, label, reason, seen_at[kernel]) |
                     {"max_share": float("nan"), "slope": float("nan")})
     return pd.DataFrame(rows, columns=["kernel", "class", "reason", "max_share", "slope"])
+
+
+def _own_totals(cost: pd.DataFrame, run: list[str], app_kernel: str | None,
+                totals: pd.Series) -> pd.Series:
+    """A sampled profile's cost of the application's own functions per run: neither MPI nor
+    the run-time system, nor the wall time around them (start-up, off-CPU waits), which a
+    sampler never attributes to a function."""
+    own = cost["kernel"].map(lambda kernel: kernel != app_kernel and not is_mpi(kernel)
+                             and runtime_bucket(kernel) is None)
+    summed = cost[own].groupby(run)["value"].sum()
+    return summed.reindex(totals.index).where(lambda total: total > 0)
 
 
 def missing_interest(points: pd.DataFrame, interest: frozenset[str]) -> str | None:
