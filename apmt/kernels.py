@@ -43,10 +43,15 @@ MPI_NAME = re.compile(r"^(P?MPI_|p?mpi_)\w+", re.IGNORECASE)
 MPI_LIBRARY = re.compile(
     r"^(libmpi\w*|libmpich\w*|libmpifort\w*|libopen-pal|libopen-rte|libopen-orted-mpir|libpmix"
     r"|libprrte|libucp|libuct|libucs|libucm|libfabric|libpsm2?|libhcoll|libmca_\w+|mca_\w+"
-    r"|libompi\w*|libhwloc|libevent[\w.-]*|libapmt_pmpi)$")
-# the C library's parts and the OS kernel, as samplers name them grouped (<libc>, <kernel>)
+    r"|libompi\w*|libhwloc|libevent[\w.-]*|libapmt_pmpi|pmix_mca_\w+|libibverbs|librdmacm"
+    r"|libinfinipath|libpsm_infinipath|libnl[\w-]*)$")
+# the C library's parts, the OS kernel, the shell that starts each rank and the system
+# libraries MPI's helpers load (device and display discovery), as samplers name them grouped
+# (<libc>, <kernel>, <dash>)
 SYSTEM_LIBRARY = re.compile(r"^(libc|libpthread|librt|libdl|libutil|libresolv|libanl|vdso"
-                            r"|vsyscall|kernel|libc\.musl[\w.-]*|ld-musl[\w.-]*)$")
+                            r"|vsyscall|kernel|libc\.musl[\w.-]*|ld-musl[\w.-]*|dash|bash|sh"
+                            r"|busybox|libudev|libsystemd|libX11[\w-]*|libxcb[\w-]*|libxml2"
+                            r"|libltdl|libnuma|libcap|libselinux)$")
 
 
 VERSION_SUFFIX = re.compile(r"@+[A-Za-z_][\w.]*$")

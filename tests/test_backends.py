@@ -332,6 +332,8 @@ def test_perf_events_backends_one_per_pass():
     ("[vdso]", "[.] __vdso_clock_gettime", "<vdso>"),
     ("libm.so.6", "[.] __exp_fma", "__exp_fma"),
     ("libapmt_pmpi.so", "[.] apmt_record", "<libapmt_pmpi>"),
+    ("dash", "[.] 0x0000000000012345", "<dash>"), ("libX11.so.6", "[.] XSetErrorHandler",
+                                                  "<libX11>"),
     ("libevent_pthreads-2.1.so.7.0.1", "[.] 0x0000000000001234", "<libevent_pthreads-2.1>"),
     ("libfoo.so.3", "[.] 0x0000000000001234", "<libfoo>"),
     ("[kernel.kallsyms]", "[k] finish_task_switch.isra.0", "<kernel>"),
