@@ -193,8 +193,8 @@ def test_one_name_per_function_whichever_tool_saw_it() -> None:
 
 def runtime_table() -> pd.DataFrame:
     """Points where the run-time system takes most of the time (NPB at class S): the OS
-    kernel, the ranks' shell and the C library 70%, MPI's internals 10%, the application's two functions 18% and
-    2% (of the whole) at P = 1, 2, 4."""
+    kernel, the ranks' shell and the C library 70%, MPI's internals 10%, the application's
+    two functions 18% and 2% (of the whole) at P = 1, 2, 4."""
     rows = []
     for p in (1, 2, 4):
         for kernel, share in (("<kernel>", 0.49), ("<dash>", 0.01), ("<libc>", 0.15),
