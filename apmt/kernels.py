@@ -77,11 +77,7 @@ def is_mpi(kernel: str) -> bool:
     """An MPI call by the leaf name of its call path (C, Fortran and PMPI spellings), or an
     MPI library's internals grouped as ``<library>``."""
     leaf = kernel.rsplit("/", 1)[-1].strip()
-    if leaf == MPI_RUNTIME:
-        return True
-    if leaf.startswith("<") and leaf.endswith(">"):
-        return bool(MPI_LIBRARY.match(leaf[1:-1]))
-    return bool(MPI_NAME.match(leaf))
+    return runtime_bucket(leaf) == MPI_RUNTIME or bool(MPI_NAME.match(leaf))
 
 
 def runtime_bucket(kernel: str) -> str | None:
@@ -102,13 +98,11 @@ def runtime_buckets(table: pd.DataFrame, params: list[str]) -> tuple[pd.DataFram
     names each bucket holds (bucket -> sorted names): what the application does itself is
     told apart from what its runtime does on its behalf."""
     buckets = table["kernel"].map(runtime_bucket)
-    inside = buckets.notna() & (buckets != table["kernel"])
-    if not inside.any():
+    if not (buckets.notna() & (buckets != table["kernel"])).any():
         return table, {}
     held = {bucket: sorted(set(table.loc[buckets == bucket, "kernel"]))
             for bucket in sorted(set(buckets.dropna()))}
-    grouped = table.assign(kernel=buckets.where(buckets.notna(), table["kernel"]))
-    summed = summed_kernels(grouped[buckets.notna()], params)
+    summed = summed_kernels(table[buckets.notna()].assign(kernel=buckets.dropna()), params)
     return pd.concat([table[buckets.isna()], summed], ignore_index=True), held
 
 
@@ -148,8 +142,9 @@ def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = N
     cost = points[points["metric"] == metric]
     run = ["p", *params]
     totals = _totals(cost, run, app_kernel)
-    is_runtime = cost["kernel"].map(lambda kernel: runtime_bucket(kernel) is not None)
-    own = _own_totals(cost, run, app_kernel, totals) if is_runtime.any() else totals
+    is_runtime = cost["kernel"].map(runtime_bucket).notna()
+    own = _own_totals(cost[~is_runtime], run, app_kernel, totals) if is_runtime.any() \
+        else totals
     shares = cost.join(totals, on=run).join(own.rename("own"), on=run)
     shares["share"] = shares["value"] / shares["own"].where(~is_runtime, shares["total"])
     basis = f"the application's own {metric}" if is_runtime.any() else metric
@@ -169,14 +164,14 @@ def classify(points: pd.DataFrame, params: list[str], app_kernel: str | None = N
     return pd.DataFrame(rows, columns=["kernel", "class", "reason", "max_share", "slope"])
 
 
-def _own_totals(cost: pd.DataFrame, run: list[str], app_kernel: str | None,
+def _own_totals(outside_runtime: pd.DataFrame, run: list[str], app_kernel: str | None,
                 totals: pd.Series) -> pd.Series:
-    """A sampled profile's cost of the application's own functions per run: neither MPI nor
-    the run-time system, nor the wall time around them (start-up, off-CPU waits), which a
-    sampler never attributes to a function."""
-    own = cost["kernel"].map(lambda kernel: kernel != app_kernel and not is_mpi(kernel)
-                             and runtime_bucket(kernel) is None)
-    summed = cost[own].groupby(run)["value"].sum()
+    """A sampled profile's cost of the application's own functions per run (the rows outside
+    the run-time system, less MPI calls and the application's wall time): what a sampler
+    attributes to its functions, without start-up and off-CPU waits."""
+    own = outside_runtime["kernel"].map(lambda kernel: kernel != app_kernel
+                                        and not is_mpi(kernel))
+    summed = outside_runtime[own].groupby(run)["value"].sum()
     return summed.reindex(totals.index).where(lambda total: total > 0)
 
 

@@ -224,24 +224,29 @@ def submits_to_slurm() -> bool:
     return plugin is not None and plugin.name in ("slurm", "snakemake-executor-plugin-slurm")
 
 
+def profile_resource(rule: str, name: str, defaults: bool = True) -> str | None:
+    """A resource a profile gives this rule: its set-resources, else (with ``defaults``) the
+    default-resources, as written; None where not given or computed by a function."""
+    settings = workflow.resource_settings
+    sources = [(settings.overwrite_resources or {}).get(rule) or {}]
+    if defaults:
+        sources.append(settings.default_resources or {})
+    for given in sources:
+        if name in given:
+            value = getattr(given[name], "raw", given[name])
+            return None if callable(value) else str(value)
+    return None
+
+
 def site_overcommits(rule: str) -> bool:
     """A profile's set-resources gives this rule sbatch --overcommit itself (its slurm_extra,
     as tests/slurm-site does)."""
-    given = workflow.resource_settings.overwrite_resources.get(rule) or {}
-    extra = given["slurm_extra"] if "slurm_extra" in given else ""
-    return "--overcommit" in str(getattr(extra, "raw", extra))
+    return "--overcommit" in (profile_resource(rule, "slurm_extra", defaults=False) or "")
 
 
 def rule_partition(rule: str) -> str | None:
-    """The partition a profile sends this rule's jobs to (its set-resources, else the
-    default-resources), or None: the cluster's default."""
-    settings = workflow.resource_settings
-    for given in ((settings.overwrite_resources or {}).get(rule) or {},
-                  settings.default_resources or {}):
-        if "slurm_partition" in given:
-            value = getattr(given["slurm_partition"], "raw", given["slurm_partition"])
-            return None if callable(value) else (str(value).strip("'\" ") or None)
-    return None
+    """The partition a profile sends this rule's jobs to, or None: the cluster's default."""
+    return (profile_resource(rule, "slurm_partition") or "").strip("'\" ") or None
 
 
 def overcommits(wildcards, rule: str) -> bool:
