@@ -18,8 +18,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from apmt.fit import Hypothesis, SeriesFit, fit_series
-from apmt.series import check_series, per_run
+from apmt.fit import Hypothesis, SeriesFit
+from apmt.fit_table import SeriesData, fit_table
+from apmt.series import MIN_DISTINCT_P, UnfittableSeries, check_series, per_run
 
 P2P = re.compile(r"(Send|Recv|Sendrecv|Isend|Irecv|Issend|Ibsend|Irsend|Bsend|Rsend|Ssend|"
                  r"Put|Get|Accumulate)(_replace|_init)?$", re.IGNORECASE)
@@ -27,6 +28,7 @@ NO_VOLUME = re.compile(r"(Wait|Test|Probe|Iprobe|Barrier|Win_|Comm_|Init|Finaliz
                        re.IGNORECASE)
 MPI_PREFIX = re.compile(r"^p?mpi_", re.IGNORECASE)
 COMM_KEYS = ("op", "library")
+ROLES = ("calls", "volume", "time")
 
 
 def kind_of(op: str) -> str:
@@ -58,19 +60,22 @@ def comm_points(comm: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     return table
 
 
-def fit_operation(key: tuple, rows: pd.DataFrame, params: list[str], source: str) -> dict:
-    """Fit one operation: its volume over P, and its time per the Hockney model."""
+def operation_series(key: tuple, rows: pd.DataFrame, params: list[str], source: str
+                     ) -> tuple[dict, dict[str, SeriesData]]:
+    """One operation's description and the series its model fits: calls and the volume
+    over P (and the parameters), and its time per the Hockney model (apmt.fit_table fits
+    each role over all operations of a table)."""
     op = key[0]
     kind = kind_of(op)
     check_series(key, rows, source, "p", "time")
     base = {column: rows[column].to_numpy(float) for column in ["p", *params]}
     varying = tuple(param for param in params if rows[param].nunique() > 1)
-    fits = {"calls": _fit_positive(rows, "calls", base, varying)}
+    series = {"calls": SeriesData(base, rows["calls"].to_numpy(float), ("p", *varying))}
     volume = "bytes" if kind == "p2p" else "size_per_call"
     has_volume = (not NO_VOLUME.search(op) and rows[volume].notna().all()
                   and (rows[volume] > 0).all())
     if has_volume:
-        fits["volume"] = _fit_positive(rows, volume, base, varying)
+        series["volume"] = SeriesData(base, rows[volume].to_numpy(float), ("p", *varying))
     target = rows["time"] if kind == "p2p" else rows["time"] / rows["calls"]
     values = dict(base)
     variables = ["p", *varying]
@@ -79,10 +84,49 @@ def fit_operation(key: tuple, rows: pd.DataFrame, params: list[str], source: str
         unit = volume_unit(rows[volume].to_numpy(float))
         values["s"] = rows[volume].to_numpy(float) / unit
         variables.append("s")
-    fits["time"] = fit_series(values, target.to_numpy(float), tuple(variables),
-                              preferred=_hockney_shape)
-    return {"op": op, "key": list(key), "kind": kind, "volume": volume if has_volume else None,
-            "uses_volume": "s" in values, "volume_unit": unit, "fits": fits}
+    series["time"] = SeriesData(values, target.to_numpy(float), tuple(variables),
+                                preferred=hockney_shape)
+    return ({"op": op, "key": list(key), "kind": kind, "volume": volume if has_volume else None,
+             "uses_volume": "s" in values, "volume_unit": unit}, series)
+
+
+def fit_operations(comm: pd.DataFrame, params: list[str], source: str
+                   ) -> tuple[list[dict], list[tuple[str, str]], list[str]]:
+    """The operations' models, those left out with why, and the notes of their tables.
+
+    Left out are the operations that took time at fewer than 3 P (a single process does not
+    communicate; a call may be too rare to time), and those whose calls, volume or times no
+    shape of the family follows without turning negative or exploding where users
+    extrapolate (erratic waits, e.g. on oversubscribed cores). Each role (calls, volume,
+    time) is fitted as one table over the operations (apmt.fit_table: regime, calibration).
+    """
+    table = comm_points(comm, params)
+    table = table[table["time"] > 0]
+    keys = list(comm_keys(comm))
+    operations, left_out = {}, []
+    for key, rows in table.groupby(keys if len(keys) > 1 else keys[0], sort=True):
+        key = tuple(np.atleast_1d(key))
+        name = "/".join(map(str, key))
+        if rows["p"].nunique() < MIN_DISTINCT_P:
+            left_out.append((name, f"time > 0 at fewer than {MIN_DISTINCT_P} P"))
+            continue
+        try:
+            operations[name] = operation_series(key, rows, params, source)
+        except UnfittableSeries as error:
+            left_out.append((name, f"the series {error.reason}"))
+    fits: dict[str, dict[str, SeriesFit]] = {name: {} for name in operations}
+    notes = []
+    for role in ROLES:
+        fitted = fit_table({name: series[role] for name, (_, series) in operations.items()
+                            if role in series})
+        for name, fit in fitted.fits.items():
+            fits[name][role] = fit
+        for name, reason in fitted.left_out.items():
+            left_out.append((name, f"no plausible fit of its {role} ({reason})"))
+        notes += [f"MPI operations' {role}: {note}" for note in fitted.notes]
+    complete = [{**meta, "fits": fits[name]} for name, (meta, series) in operations.items()
+                if set(fits[name]) == set(series)]
+    return complete, sorted(set(left_out)), notes
 
 
 def volume_unit(volume: np.ndarray) -> float:
@@ -95,16 +139,12 @@ def volume_unit(volume: np.ndarray) -> float:
     return float(10.0 ** np.round(np.log10(np.max(volume))))
 
 
-def _hockney_shape(hypothesis: Hypothesis) -> bool:
+def hockney_shape(hypothesis: Hypothesis) -> bool:
     """Hockney's terms only: log2(P) and the volume s, each to the first power."""
     terms = [term for basis in hypothesis.bases for term in basis]
     return hypothesis.form == "linear" and bool(terms) and all(
         (t.variable == "p" and (t.exponent, t.log_exponent) == (0, 1))
         or (t.variable == "s" and (t.exponent, t.log_exponent) == (1, 0)) for t in terms)
-
-
-def _fit_positive(rows: pd.DataFrame, column: str, base: dict, varying: tuple) -> SeriesFit:
-    return fit_series(base, rows[column].to_numpy(float), ("p", *varying))
 
 
 def predict_operation(operation: dict, values: dict[str, np.ndarray],

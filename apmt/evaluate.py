@@ -92,7 +92,8 @@ def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
 def _fit_and_predict(train: pd.DataFrame, test: pd.DataFrame, params: list[str], source: str,
                      per_rank_params: frozenset[str], baselines: list[str]) -> pd.DataFrame:
     train = train.merge(test[KEYS].drop_duplicates(), on=KEYS)
-    fits, left_out = fit_all(train, params, source, per_rank_params)
+    fitted = fit_all(train, params, source, per_rank_params)
+    fits, left_out = fitted.fits, fitted.left_out
     if left_out:
         log.warning("%s: not evaluated, %d of %d series that cannot be fitted without the "
                     "held-out runs: %s", source, len(left_out), len(left_out) + len(fits),

@@ -53,6 +53,7 @@ PAIR_TERMS = 8          # best terms per variable that multi-parameter hypothese
 MAX_LOG_EXPONENT = 3.0
 EXTRAPOLATION_FACTORS = (1.0, 2.0, 4.0, 16.0, 100.0)
 PER_RANK_SUFFIX = "/p"
+SHAPE_LEVELS = 4        # values of the primary variable from which a shape is chosen
 
 
 class NoPlausibleFit(ValueError):
@@ -208,9 +209,11 @@ class SeriesFit:
     domain: dict[str, tuple[float, float]]
     alternatives: list[tuple[Hypothesis, np.ndarray]] = field(default_factory=list)
     averaged: bool = True   # False when theory chose the shape (Hockney): it stands alone
-    forward_rate: float = float("nan")  # its forward predictions' log error per log step
-    drift: float = 0.0      # log error per log distance beyond the data (fit_table.calibrate)
     fold_bias: dict[str, float] = field(default_factory=dict)  # signed error per fold label
+    # the table's calibration (apmt.fit_table): the interval's log half-width one ``step``
+    # (in log units of the primary variable) beyond the measured range
+    scale: float = float("nan")
+    step: float = float("nan")
 
     @property
     def function(self) -> str:
@@ -222,10 +225,12 @@ class SeriesFit:
         The prediction averages (geometrically) the chosen shape and the plausible
         alternatives, all within one standard error of the best: with 4-5 points no single
         one of them has earned the trust that a pick would suggest. A shape that theory
-        prefers (Hockney's, for communication) is not averaged away. The interval's width comes
-        from the chosen shape's cross-validated error and leverage, widened to cover the
-        alternatives, and beyond the measured range from how far forward predictions erred
-        (``drift`` per unit of log distance: the shape is least known where no point is).
+        prefers (Hockney's, for communication) is not averaged away. Inside the measured range
+        the interval's width comes from the cross-validated error, the leverage of the point
+        and the spread of the averaged shapes; beyond it, it grows in proportion to the log
+        distance as the table's own backtests say (``scale`` per ``step``,
+        apmt.fit_table.calibrate: how far the table's series erred when their last measured
+        value was predicted from the rest), and is never narrower than the series' noise.
         """
         chosen = np.maximum(_evaluate(self.hypothesis, self.coefficients, values), TINY)
         design = self.hypothesis.design(values)
@@ -238,18 +243,22 @@ class SeriesFit:
             np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY))
             for hypothesis, coefficients in self.alternatives]
         center = np.mean(logs, axis=0) if self.averaged else logs[0]
-        spread = np.max(np.abs(np.array(logs) - center), axis=0)
-        beyond = self.quantile * self.drift * self.distance(values)
+        half_width = np.maximum(half_width, np.max(np.abs(np.array(logs) - center), axis=0))
+        if self.calibrated:
+            distance = self.distance(values)
+            noise = stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2) * self.sigma
+            half_width = np.where(distance > 0, np.maximum(
+                noise, self.scale * distance / self.step), half_width)
         # no cap: an interval says how little is known; only kept within floating point
-        half_width = np.minimum(np.sqrt(np.maximum(half_width, spread) ** 2 + beyond**2),
-                                FLOAT_LOG_LIMIT)
+        half_width = np.minimum(half_width, FLOAT_LOG_LIMIT)
         predicted = np.exp(center)
         return predicted, predicted * np.exp(-half_width), predicted * np.exp(half_width)
 
     @property
-    def quantile(self) -> float:
-        """The standard normal quantile of the interval level (1.645 for 90%)."""
-        return float(stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2))
+    def calibrated(self) -> bool:
+        """Whether a table calibrated the intervals beyond the data; a fit on its own (a
+        refinement's what-if) widens them by its leverage alone."""
+        return bool(np.isfinite(self.scale) and np.isfinite(self.step) and self.step > 0)
 
     def distance(self, values: dict[str, np.ndarray]) -> np.ndarray:
         """How far beyond the measured range each point lies, in log units (0 inside)."""
@@ -266,8 +275,8 @@ class SeriesFit:
             "n_points": self.n_points, "domain": {k: list(v) for k, v in self.domain.items()},
             "alternatives": [{"hypothesis": h.to_dict(), "coefficients": c.tolist(),
                               "function": h.text(c)} for h, c in self.alternatives],
-            "averaged": self.averaged, "forward_rate": self.forward_rate, "drift": self.drift,
-            "fold_bias": self.fold_bias,
+            "averaged": self.averaged, "fold_bias": self.fold_bias, "scale": self.scale,
+            "step": self.step,
         }
 
     @staticmethod
@@ -280,9 +289,17 @@ class SeriesFit:
             n_points=data["n_points"], domain={k: tuple(v) for k, v in data["domain"].items()},
             alternatives=[(Hypothesis.from_dict(a["hypothesis"]), np.array(a["coefficients"]))
                           for a in data["alternatives"]], averaged=data["averaged"],
-            forward_rate=data.get("forward_rate", float("nan")), drift=data.get("drift", 0.0),
-            fold_bias=data.get("fold_bias", {}),
+            fold_bias=data.get("fold_bias", {}), **_calibration_of(data),
         )
+
+
+def _calibration_of(data: dict) -> dict[str, float]:
+    """A stored fit's calibration; a model file from before the backtests widened its
+    intervals by its ``drift`` (log error per log distance, at the normal quantile)."""
+    if "scale" in data:
+        return {"scale": data["scale"], "step": data["step"]}
+    return {"scale": float(stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2)) * data.get("drift", 0.0),
+            "step": 1.0}
 
 
 def _evaluate(hypothesis: Hypothesis, coefficients: np.ndarray,
@@ -339,6 +356,15 @@ def pair_hypotheses(best_terms: dict[str, list[Term]], primary: str,
             found.append(Hypothesis("linear", ((a, b),)))
             found.append(Hypothesis("linear", ((a,), (b,))))
     return [h for h in found if h.n_coefficients < n_points]
+
+
+def power_law(variables: tuple[str, ...], values: dict[str, np.ndarray]) -> Hypothesis:
+    """ln y = c0 + sum c_v ln v over the variables that vary (per-rank amounts such as
+    ``size/p`` only without P and the size themselves, whose logs they are the difference
+    of): the naive power law, a straight line in log-log space."""
+    varying = [v for v in variables if np.ptp(variable_values(v, values)) > 0]
+    plain = [v for v in varying if not v.endswith(PER_RANK_SUFFIX)] or varying[:1]
+    return Hypothesis("loglinear", tuple((Term(v, "ln"),) for v in plain))
 
 
 # ------------------------------------------------------------------------------------- fitting
@@ -495,20 +521,32 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
     cross-validation folds are over its values. ``preferred`` marks shapes that theory expects
     (Hockney's for communication): they win ties as the plainest would. Points must be
     distinct; repetitions are averaged by the caller.
+
+    With fewer than ``SHAPE_LEVELS`` values of the primary variable no shape is chosen from
+    the data: leaving one of three values out leaves two, through which every two-coefficient
+    shape passes exactly, so cross-validation cannot tell the shapes apart, and a pick among
+    a hundred of them is a guess (on LAMMPS fitted at P = 1, 2, 3 it chose growth in P^2 and
+    erred by 19% at P = 4..32, where the power law erred by 1.8%). The series is then the
+    power law in its variables (apmt.baselines.powerlaw's shape), or a shape theory prefers.
     """
     variables = variables or tuple(values)
+    preferred = preferred or (lambda _: False)
     scales = tuple(float(np.max(variable_values(v, values))) for v in variables)
     hypotheses = candidate_hypotheses(variables, scales, len(y))
     folds = folds_for(values[primary])
+    shaped = len(np.unique(values[primary])) >= SHAPE_LEVELS
+    if not shaped:
+        hypotheses = (power_law(variables, values),
+                      *(h for h in hypotheses if preferred(h)))
     batches = [_fit_batch(group, design, extended, y, folds)
                for group, design, extended in _design_groups(hypotheses, values, primary)]
     weights = np.array([fold.weight for fold in folds])
-    if len(variables) > 1 and primary in variables:
+    if shaped and len(variables) > 1 and primary in variables:
         pairs = pair_hypotheses(_best_terms(values, y, variables), primary, len(y))
         batches += [_fit_batch(group, design, extended, y, folds) for group, design, extended
                     in _design_groups(tuple(pairs), values, primary) if group]
-    batches += _estimated_batches(values, y, variables, primary, folds)
-    preferred = preferred or (lambda _: False)
+    if shaped:
+        batches += _estimated_batches(values, y, variables, primary, folds)
     (b, i), *others = _rank(batches, weights, preferred)
     batches[b] = _refined(batches[b], values, y, primary, folds)
     alternatives = [(batches[ob].hypotheses[oi], batches[ob].coefficients[oi])
@@ -756,7 +794,6 @@ def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.nd
         inverse_gram=batch.inverse_gram[index], sigma=sigma, dof=dof, r2=float(r2),
         adj_r2=float(adj_r2), loo_error=float(np.expm1(errors @ weights / weights.sum())),
         n_points=n, domain=domain, alternatives=alternatives,
-        forward_rate=_forward_rate(errors, np.unique(values[primary])),
         fold_bias=_fold_bias(hypothesis, values, y, folds),
     )
 
@@ -782,21 +819,3 @@ def _fold_bias(hypothesis: Hypothesis, values: dict[str, np.ndarray], y: np.ndar
                 bias[fold.label] = float(np.clip(signed.mean(), -CAPPED_LOG_ERROR,
                                                  CAPPED_LOG_ERROR))
     return bias
-
-
-def _forward_rate(errors: np.ndarray, levels: np.ndarray) -> float:
-    """How fast the chosen shape's error grows beyond the data, as log error per log step:
-    its forward predictions (each value of the primary variable from the smaller ones: the
-    user's question, one step back) err by the noise that the interior leave-one-out folds
-    show (leaving out an end is an extrapolation itself) and by a drift that grows with the
-    step; this is the drift, sqrt((mean forward error^2 - mean interior leave-one-out
-    error^2) / mean step^2), 0 when noise explains the forward errors.
-    Dividing each error by its step instead would read noise at a small step (P = 3 to 4)
-    as a steep drift, and a sum's interval would explode on an erratic MPI wait. NaN with
-    fewer than 3 values (no forward fold)."""
-    steps = np.log(levels[2:] / levels[1:-1])
-    forward = errors[len(levels):len(levels) + len(steps)]
-    if not len(steps) or not np.isfinite(forward).all():
-        return float("nan")
-    noise = np.mean(errors[1:len(levels) - 1] ** 2)   # interior: the ends are extrapolations
-    return float(np.sqrt(max(0.0, np.mean(forward**2) - noise) / np.mean(steps**2)))

@@ -1,54 +1,281 @@
-"""Fit every series of a points table, in parallel processes when there are many."""
+"""Fit every series of a table together: where its regime starts, and how far to trust it.
+
+A table's series come from the same runs, so the table knows things that no single series
+does, and apmt asks it two questions by backtesting (predicting each series' largest
+measured value of the primary variable from its smaller ones, as the user's question one
+step back):
+
+- **Where the regime starts.** Runs at the smallest P often behave differently from the
+  rest: a single rank does not communicate, ranks beyond a node's (or a VM's) cores share
+  them. Fitting across the change bends every shape, and the bend is what the model then
+  extrapolates. When the backtests err clearly less (median error below ``REGIME_GAIN``
+  times) with the smallest values left out, pooled over the table's series, the fits start
+  at the value that does best, and the model says so. The backtests fit as the model does
+  (apmt.fit.fit_series): a smooth bend that a shape of the family follows is no regime.
+- **How wide the intervals are beyond the data.** The backtests' errors, each relative to
+  its series' own cross-validated error plus the table's typical backtest error, calibrate a
+  multiplier by the split-conformal rule (the ceil((n + 1) * 0.9)-th smallest of n); a
+  series' interval at one step beyond its data is that multiplier times its own error scale,
+  and it widens in proportion to the log distance (apmt.fit.SeriesFit.beyond).
+
+Fits run in parallel processes when there are many series.
+"""
 
 from __future__ import annotations
 
 import itertools
+import math
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from apmt.fit import SeriesFit
-from apmt.series import UnfittableSeries, fit_points
+from apmt.fit import INTERVAL_LEVEL, Hypothesis, NoPlausibleFit, SeriesFit, fit_series, power_law
+from apmt.series import UnfittableSeries, check_series, fit_plan
 
 CHUNK = 64          # series per task: large enough that process start-up does not dominate
-PARALLEL_FROM = 256  # below this many series, one process is faster
+PARALLEL_FROM = 256  # below this many fits, one process is faster
+REGIME_GAIN = 0.7    # a later start must cut the median backtest error by 30% to be taken
+BACKTESTS = 256      # series backtested per table at most (evenly spread over its keys)
+MIN_REGIME_SERIES = 3  # a regime is a table's property: not judged from fewer series
+REGIME_FLOOR = 0.005   # median backtest errors below half a percent leave nothing to gain
+REGIME_CHANCE = 0.01   # the sign test's p-value a later start must stay below
+
+
+@dataclass(frozen=True)
+class SeriesData:
+    """What one series' fit needs: its points (``p`` and parameters), their mean values, the
+    variables to try (the primary first), the primary one (folds and backtests run over its
+    values), and the shapes theory prefers (Hockney's, for communication)."""
+
+    values: dict[str, np.ndarray]
+    y: np.ndarray
+    variables: tuple[str, ...]
+    primary: str = "p"
+    preferred: Callable[[Hypothesis], bool] | None = None
+
+    @property
+    def levels(self) -> np.ndarray:
+        return np.unique(self.values[self.primary])
+
+    def where(self, keep: np.ndarray) -> SeriesData:
+        return replace(self, values={k: v[keep] for k, v in self.values.items()},
+                       y=self.y[keep])
+
+    def from_level(self, start: float) -> SeriesData:
+        return self.where(self.values[self.primary] >= start)
+
+    def fit(self) -> SeriesFit:
+        return fit_series(self.values, self.y, self.variables, self.primary, self.preferred)
+
+
+@dataclass
+class TableFit:
+    """The fits of a table's series, those left out with why, what the table decided (its
+    regime and the intervals' calibration, for the model's notes and provenance)."""
+
+    fits: dict[tuple, SeriesFit]
+    left_out: dict[tuple, str]
+    regime: dict = field(default_factory=dict)
+    calibration: dict = field(default_factory=dict)
+
+    @property
+    def notes(self) -> list[str]:
+        return [self.regime["note"]] if self.regime.get("note") else []
+
+
+def series_data(points: pd.DataFrame, params: list[str], source: str,
+                per_rank_params: frozenset[str] = frozenset(),
+                keys: tuple[str, ...] = ("kernel", "metric"), value: str = "value"
+                ) -> tuple[dict[tuple, SeriesData], dict[tuple, str]]:
+    """The series of a points table (apmt.series.points) as fits want them, and those that
+    cannot be fitted with why (too few P, zeros among positive values)."""
+    data, left_out = {}, {}
+    for key, rows in points.groupby(list(keys), sort=True):
+        key = tuple(np.atleast_1d(key))
+        primary, variables = fit_plan(rows, params, per_rank_params)
+        try:
+            check_series(key, rows, source, primary, value)
+        except UnfittableSeries as error:
+            left_out[key] = error.reason
+            continue
+        data[key] = SeriesData({c: rows[c].to_numpy(float) for c in ["p", *params]},
+                               rows[value].to_numpy(float), variables, primary)
+    return data, left_out
 
 
 def fit_all(points: pd.DataFrame, params: list[str], source: str,
             per_rank_params: frozenset[str] = frozenset(), jobs: int | None = None,
-            keys: tuple[str, ...] = ("kernel", "metric"),
-            ) -> tuple[dict[tuple, SeriesFit], dict[tuple, str]]:
-    """Fits of every series of a points table (see apmt.series.points), keyed by ``keys``,
-    and the series that cannot be fitted with why (too few P, zeros among positive values,
-    no plausible shape): real profiles have them, and one of them must not stop the rest."""
-    grouped = list(points.groupby(list(keys), sort=True))
+            keys: tuple[str, ...] = ("kernel", "metric")) -> TableFit:
+    """Fits of every series of a points table, keyed by ``keys`` (see fit_table)."""
+    data, left_out = series_data(points, params, source, per_rank_params, keys)
+    table = fit_table(data, jobs)
+    table.left_out = {**left_out, **table.left_out}
+    return table
+
+
+def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFit:
+    """Fit the series of one table: from the start of its regime, with intervals calibrated
+    on its backtests. A series no shape follows is left out with why; real profiles have
+    them, and one must not stop the rest."""
+    regime = regime_start(data)
+    cut = {key: _from_start(series, regime.get("start")) for key, series in data.items()}
+    sampled = _sample(sorted(cut))
+    work = list(cut.items()) + [(("backtest", key), _before_last(cut[key])) for key in sampled
+                                if len(cut[key].levels) > 3]
+    outcomes = dict(_fit_many(work, jobs))
+    fits = {key: outcomes[key] for key in cut if isinstance(outcomes[key], SeriesFit)}
+    left_out = {key: outcomes[key] for key in cut if isinstance(outcomes[key], str)}
+    errors = {key: _backtest_error(cut[key], outcomes.get(("backtest", key)))
+              for key in sampled if key in fits}
+    calibration = calibrate(fits, {key: e for key, e in errors.items() if np.isfinite(e)},
+                            {key: cut[key] for key in fits})
+    return TableFit(fits, left_out, regime, calibration)
+
+
+def _from_start(series: SeriesData, start: float | None) -> SeriesData:
+    """The series from the regime's start, when enough of it lies there to choose a shape."""
+    if start is None or np.sum(series.levels >= start) < 4:
+        return series
+    return series.from_level(start)
+
+
+def _before_last(series: SeriesData) -> SeriesData:
+    """The series without its largest value of the primary variable: a backtest's fit."""
+    return series.where(series.values[series.primary] < series.levels[-1])
+
+
+def _sample(keys: list[tuple]) -> list[tuple]:
+    """At most BACKTESTS keys, evenly spread: a quantile needs a few hundred, not all."""
+    if len(keys) <= BACKTESTS:
+        return keys
+    return [keys[i] for i in np.linspace(0, len(keys) - 1, BACKTESTS).round().astype(int)]
+
+
+# ----------------------------------------------------------------------------------- backtests
+
+def regime_start(data: dict[tuple, SeriesData]) -> dict:
+    """Where the table's regime starts: the smallest value of the primary variable from which
+    the power law's backtests err least, pooled over the series (the median of their errors
+    against the same series backtested from their first value), when that is clearly less
+    (REGIME_GAIN), not already negligible (REGIME_FLOOR), and not chance: more series must err
+    less than a coin would make them (a one-sided sign test below REGIME_CHANCE; five noisy
+    series never suffice, a profile's hundreds of functions do). A start is judged on the
+    series with 4 values from it (3 to fit, the last to predict).
+
+    The power law is the detector because it cannot bend to follow a kink: the family's
+    flexible shapes absorb one inside the measured range and carry it beyond (LAMMPS on two
+    cores: backtested from P = 1 or from P = 3, its functions err alike one step ahead, 0.56%
+    and 0.54%, but at P = 16 and 32 the fits from P = 1 err 2.6 times more). Scores per
+    start: the medians from the first value and from the start, and the test's p-value."""
+    levels = np.unique(np.concatenate([s.levels for s in data.values()])) if data else []
+    scores = {}
+    for start in levels[1:]:
+        judged = [s for s in data.values() if np.sum(s.levels >= start) >= 4]
+        pairs = np.array([(_backtest_error(s, None), _backtest_error(s.from_level(start), None))
+                          for s in judged]).reshape(-1, 2)
+        pairs = pairs[np.isfinite(pairs).all(axis=1)]
+        if len(pairs) < MIN_REGIME_SERIES:
+            break
+        better = int(np.sum(pairs[:, 1] < pairs[:, 0]))
+        worse = int(np.sum(pairs[:, 1] > pairs[:, 0]))
+        chance = stats.binomtest(better, better + worse, alternative="greater").pvalue \
+            if better + worse else 1.0
+        scores[float(start)] = (*np.median(pairs, axis=0).tolist(), float(chance))
+    scores = {start: score for start, score in scores.items() if score[0] > 0}
+    if not scores:
+        return {}
+    best = min(scores, key=lambda s: scores[s][1] / scores[s][0])
+    first, later, chance = scores[best]
+    result = {"scores": {f"{s:g}": list(v) for s, v in scores.items()}}
+    if later >= REGIME_GAIN * first or first < REGIME_FLOOR or chance >= REGIME_CHANCE:
+        return result
+    primary = next(iter(data.values())).primary
+    note = (f"the runs at {primary} < {best:g} follow another regime: the power law through "
+            f"each series' smaller values predicts its largest {primary} with a median error "
+            f"of {later:.2%} from {primary} >= {best:g} and {first:.2%} from all {primary}; "
+            f"the fits start at {primary} = {best:g} where a series has 4 values from there")
+    return {**result, "start": best, "note": note}
+
+
+def _backtest_error(series: SeriesData, fit: SeriesFit | str | None) -> float:
+    """Mean |ln(prediction / measured)| at the series' largest value of the primary variable,
+    predicted by ``fit`` (its smaller values' fit) or, where there is none (two smaller
+    values are too few to fit; the regime's detector), by the power law through them."""
+    last = series.values[series.primary] == series.levels[-1]
+    target = {k: v[last] for k, v in series.values.items()}
+    if isinstance(fit, SeriesFit):
+        predicted = fit.predict(target)[0]
+    elif len(series.levels) >= 3:
+        predicted = power_law_forecast(series.where(~last), target)
+    else:
+        return float("nan")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        error = np.abs(np.log(predicted / series.y[last]))
+    return float(np.mean(error)) if np.all(np.isfinite(error)) else float("nan")
+
+
+def power_law_forecast(series: SeriesData, target: dict[str, np.ndarray]) -> np.ndarray:
+    """The naive power law (apmt.fit.power_law) through the series' points, at the target:
+    least squares in logs, exact where there are as many points as coefficients."""
+    hypothesis = power_law(series.variables, series.values)
+    design = hypothesis.design(series.values)
+    coefficients = np.linalg.lstsq(design, np.log(series.y), rcond=None)[0]
+    return np.exp(hypothesis.design(target) @ coefficients)
+
+
+def calibrate(fits: dict[tuple, SeriesFit], errors: dict[tuple, float],
+              data: dict[tuple, SeriesData]) -> dict:
+    """Set every fit's interval scale beyond the data from the table's backtest errors.
+
+    A series' error scale is its cross-validated error plus the table's typical (median)
+    backtest error, so that no series is taken for more certain than the table's typical
+    one showed to be; the multiplier is the split-conformal quantile of the backtests'
+    errors in those units. The step is the series' own last step of the primary variable,
+    the distance its backtest predicted over."""
+    if not errors:
+        return {"backtests": 0}
+    typical = float(np.median(list(errors.values())))
+    ratios = np.sort([error / (fits[key].sigma + typical) for key, error in errors.items()
+                      if fits[key].sigma + typical > 0])
+    if not len(ratios):
+        return {"backtests": len(errors), "typical_error": typical}
+    rank = math.ceil((len(ratios) + 1) * INTERVAL_LEVEL)
+    multiplier = float(ratios[min(rank, len(ratios)) - 1])
+    for key, fit in fits.items():
+        levels = data[key].levels
+        fit.scale = multiplier * (fit.sigma + typical)
+        fit.step = float(np.log(levels[-1] / levels[-2]))
+    return {"backtests": len(errors), "typical_error": typical, "multiplier": multiplier,
+            "median_backtest_ratio": float(np.median(ratios))}
+
+
+# --------------------------------------------------------------------------------- the fitting
+
+def _fit_many(work: list[tuple[tuple, SeriesData]], jobs: int | None
+              ) -> list[tuple[tuple, SeriesFit | str]]:
     jobs = jobs or len(os.sched_getaffinity(0))
-    chunks = [grouped[i:i + CHUNK] for i in range(0, len(grouped), CHUNK)]
-    work = [(chunk, params, source, per_rank_params) for chunk in chunks]
-    if jobs == 1 or len(grouped) < PARALLEL_FROM:
-        results = list(map(_fit_chunk, work))
+    chunks = [work[i:i + CHUNK] for i in range(0, len(work), CHUNK)]
+    if jobs == 1 or len(work) < PARALLEL_FROM:
+        results = list(map(_fit_chunk, chunks))
     else:
         with ProcessPoolExecutor(jobs) as pool:
-            results = list(pool.map(_fit_chunk, work))
-    outcomes = [outcome for chunk in results for outcome in chunk]
-    fits = {key: fit for key, fit in outcomes if isinstance(fit, SeriesFit)}
-    left_out = {key: reason for key, reason in outcomes if isinstance(reason, str)}
-    calibrate(fits)
-    return fits, left_out
+            results = list(pool.map(_fit_chunk, chunks))
+    return [outcome for chunk in results for outcome in chunk]
 
 
-def calibrate(fits: dict[tuple, SeriesFit]) -> None:
-    """Set how far each fit's intervals widen beyond the measured range (SeriesFit.drift),
-    from the table's own out-of-sample errors: its forward predictions' error per log step,
-    or the median of the table's series when that is larger (a series' own one or two
-    forward folds may have been lucky)."""
-    rates = np.array([fit.forward_rate for fit in fits.values()], float)
-    typical = float(np.nanmedian(rates)) if np.isfinite(rates).any() else 0.0
-    for fit in fits.values():
-        own = fit.forward_rate if np.isfinite(fit.forward_rate) else typical
-        fit.drift = max(own, typical)
+def _fit_chunk(chunk: list[tuple[tuple, SeriesData]]) -> list[tuple[tuple, SeriesFit | str]]:
+    outcomes: list[tuple[tuple, SeriesFit | str]] = []
+    for key, series in chunk:
+        try:
+            outcomes.append((key, series.fit()))
+        except NoPlausibleFit as error:
+            outcomes.append((key, f"has no plausible fit ({error})"))
+    return outcomes
 
 
 def error_correlation(biases: list[dict[str, float]], at_least: int = 3) -> tuple[float, int]:
@@ -72,17 +299,6 @@ def error_correlation(biases: list[dict[str, float]], at_least: int = 3) -> tupl
     if magnitude <= 0:
         return 0.0, pairs
     return float(np.clip(together / magnitude, 0.0, 1.0)), pairs
-
-
-def _fit_chunk(work: tuple) -> list[tuple[tuple, SeriesFit | str]]:
-    chunk, params, source, per_rank_params = work
-    outcomes: list[tuple[tuple, SeriesFit | str]] = []
-    for key, rows in chunk:
-        try:
-            outcomes.append((key, fit_points(key, rows, params, source, per_rank_params)))
-        except UnfittableSeries as error:
-            outcomes.append((key, error.reason))
-    return outcomes
 
 
 def described(left_out: dict[tuple, str], at_most: int = 5) -> str:

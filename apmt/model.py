@@ -33,18 +33,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from apmt import __version__
+from apmt import __version__, trust
 from apmt.comm import (
-    comm_keys,
     comm_points,
-    fit_operation,
+    fit_operations,
     operation_from_dict,
     operation_to_dict,
     predict_operation,
 )
 from apmt.errors import ApmtError
-from apmt.fit import NoPlausibleFit, SeriesFit
-from apmt.fit_table import calibrate, described, error_correlation, fit_all
+from apmt.fit import SeriesFit
+from apmt.fit_table import TableFit, described, error_correlation, fit_all
 from apmt.kernels import (
     OTHERS,
     classify,
@@ -56,9 +55,9 @@ from apmt.kernels import (
 )
 from apmt.machine import hertz
 from apmt.nesting import resolve
-from apmt.series import MIN_DISTINCT_P, UnfittableSeries, point_values, points
+from apmt.series import MIN_DISTINCT_P, point_values, points
 from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
-from apmt.trust import MAJOR_SHARE, UNSUPPORTED, judge, merged_domain
+from apmt.trust import MAJOR_SHARE, MAX_FACTOR, UNSUPPORTED, judge, merged_domain
 
 MODEL_FORMAT = "apmt-model/1"
 MODELLED = ("key", "non-scalable", "runtime", "application", "nested")
@@ -100,7 +99,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     others = _aggregate(table, aggregated, params)
     series_table = pd.concat([table[table["kernel"].isin(modelled)], others, unaccounted],
                              ignore_index=True)
-    series, left_out_series = _fit_all_series(series_table, params, source, per_rank_params)
+    fitted = fit_all(series_table, params, source, per_rank_params)
+    series, left_out_series = _series_entries(fitted)
     model = {
         "format": MODEL_FORMAT, "params": params, "per_rank_params": sorted(per_rank_params),
         "app_kernel": app_kernel, "scaling": scaling, "threshold": threshold,
@@ -108,8 +108,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         "cpi": _cpi(table, modelled, params), "machine": machine,
         "contention": _contention(table, {k for k, c in classes.items() if c == "key"}),
     }
-    model["communication"], left_out = _fit_comm(comm, params, source) if comm is not None \
-        else ([], [])
+    model["communication"], left_out, comm_notes = fit_operations(comm, params, source) \
+        if comm is not None else ([], [], [])
     model["left_out"] = left_out_series + [{"operation": name, "reason": why}
                                            for name, why in left_out]
     if not series and not model["communication"]:
@@ -127,7 +127,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     model["error_correlation"] = _error_correlation(model)
     model["runtime"] = runtime
     model["interest"] = sorted(interest)
-    model["notes"] = _notes(model) + [note for note in (
+    model["calibration"] = {"regime": fitted.regime, "intervals": fitted.calibration}
+    model["notes"] = _notes(model) + fitted.notes + comm_notes + [note for note in (
         nesting.note, missing_interest(table, interest), _runtime_note(runtime)) if note]
     return model
 
@@ -202,14 +203,12 @@ def _aggregate(table: pd.DataFrame, kernels: list[str], params: list[str]) -> pd
     return summed_kernels(rows.assign(kernel=OTHERS), params)
 
 
-def _fit_all_series(table: pd.DataFrame, params: list[str], source: str,
-                    per_rank_params: frozenset[str]) -> tuple[list[dict], list[dict]]:
-    """The fitted series, and those left out with why."""
-    fits, left_out = fit_all(table, params, source, per_rank_params)
+def _series_entries(fitted: TableFit) -> tuple[list[dict], list[dict]]:
+    """The fitted series, and those left out with why, as the model holds them."""
     return ([{"kernel": kernel, "metric": metric, "fit": fit}
-             for (kernel, metric), fit in fits.items()],
+             for (kernel, metric), fit in fitted.fits.items()],
             [{"kernel": kernel, "metric": metric, "reason": reason}
-             for (kernel, metric), reason in left_out.items()])
+             for (kernel, metric), reason in fitted.left_out.items()])
 
 
 def _cpi(table: pd.DataFrame, kernels: set[str], params: list[str]) -> dict:
@@ -244,33 +243,6 @@ def _contention(table: pd.DataFrame, kernels: set[str]) -> dict[str, float]:
     ratio = (wide["llc_misses"] / (wide["mem_loads"] + wide["mem_stores"])).dropna()
     return {kernel: float(values.max()) for kernel, values in ratio.groupby(level="kernel")
             if kernel in kernels}
-
-
-def _fit_comm(comm: pd.DataFrame, params: list[str], source: str
-              ) -> tuple[list[dict], list[tuple[str, str]]]:
-    """The operations' models, and the operations left out with why: those that took time at
-    fewer than 3 P (a single process does not communicate; a call may be too rare to time),
-    and those whose times no shape of the family follows without turning negative or
-    exploding where users extrapolate (erratic waits, e.g. on oversubscribed cores)."""
-    table = comm_points(comm, params)
-    table = table[table["time"] > 0]
-    keys = list(comm_keys(comm))
-    fitted, left_out = [], []
-    for key, rows in table.groupby(keys if len(keys) > 1 else keys[0], sort=True):
-        key = tuple(np.atleast_1d(key))
-        name = "/".join(map(str, key))
-        if rows["p"].nunique() < MIN_DISTINCT_P:
-            left_out.append((name, f"time > 0 at fewer than {MIN_DISTINCT_P} P"))
-            continue
-        try:
-            fitted.append(fit_operation(key, rows, params, source))
-        except NoPlausibleFit as error:
-            left_out.append((name, f"no plausible fit ({error})"))
-        except UnfittableSeries as error:
-            left_out.append((name, f"the series {error.reason}"))
-    for role in ("time", "calls", "volume"):    # as fit_all calibrates a table's series
-        calibrate({i: op["fits"][role] for i, op in enumerate(fitted) if role in op["fits"]})
-    return fitted, left_out
 
 
 def _bf_comm(runs: pd.DataFrame) -> tuple[float, str]:
@@ -405,19 +377,23 @@ def application_trust(model: dict, values: dict[str, np.ndarray],
                       terms: list[tuple] | None = None) -> tuple[list[str], list[str]]:
     """How far the application time at the points can be trusted (apmt.trust), on the measured
     range of the whole model; also unsupported where a part that carries a tenth of it or
-    more is, naming that part. ``terms`` as for assemble."""
+    more is, naming the largest such part (the cause, also when the sum's own interval is too
+    wide; not when the point lies too far beyond every measured range, which is reason
+    enough). ``terms`` as for assemble."""
     terms = terms if terms is not None else list(contributions(model, values, volume_ratios))
     time = assemble(model, values, volume_ratios, terms)[TIME_METRIC]
     levels, reasons = judge(merged_domain(_domains(model)), values, *time)
     if not predicts_time(model):
         return levels, [NO_TIME] * len(reasons)
     total = time[0]
+    largest = np.zeros(len(total))     # the largest unsupported part named so far
+    far = trust.distance(merged_domain(_domains(model)), values)[0] > MAX_FACTOR
     for source, _, operation, bounds in terms:
         part_levels, part_reasons = judge(_domain_of(model, source, operation), values, *bounds)
         for i, level in enumerate(part_levels):
-            major = bounds[0][i] >= MAJOR_SHARE * total[i]
-            if level == UNSUPPORTED and major and levels[i] != UNSUPPORTED:
-                levels[i] = UNSUPPORTED
+            major = bounds[0][i] >= max(MAJOR_SHARE * total[i], largest[i])
+            if level == UNSUPPORTED and major and not far[i]:
+                levels[i], largest[i] = UNSUPPORTED, bounds[0][i]
                 reasons[i] = (f"{bounds[0][i] / total[i]:.0%} of it is {source}, whose "
                               f"prediction is unsupported: {part_reasons[i]}")
     return levels, reasons

@@ -48,7 +48,8 @@ def main() -> None:
     args = parser.parse_args()
     table = synthetic_table(args.series)
     started = time.perf_counter()
-    fits, left_out = fit_all(points(table, []), [], "synthetic", jobs=args.jobs)
+    fitted = fit_all(points(table, []), [], "synthetic", jobs=args.jobs)
+    fits, left_out = fitted.fits, fitted.left_out
     seconds = time.perf_counter() - started
     done = len(fits) + len(left_out)
     print(f"apmt: {done} series in {seconds:.1f} s = {done / seconds:.0f} series/s "

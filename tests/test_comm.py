@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from apmt.comm import comm_points, describe, fit_operation, kind_of, predict_operation
+from apmt.comm import comm_points, describe, fit_operations, kind_of, predict_operation
 from apmt.ingest import import_profiles
 from apmt.model import build_model, load_model, predict, save_model
 from apmt.tables import check_table
@@ -45,8 +45,9 @@ def comm_table(op: str, calls: float, bytes_: np.ndarray, time: np.ndarray) -> p
 
 
 def fitted(table: pd.DataFrame) -> dict:
-    [(key, rows)] = list(comm_points(table, []).groupby("op"))
-    return fit_operation((key,), rows, [], "synthetic")
+    [operation], left_out, _ = fit_operations(table, [], "synthetic")
+    assert not left_out
+    return operation
 
 
 def p2p_truth(bytes_: np.ndarray) -> np.ndarray:
@@ -159,11 +160,13 @@ def test_real_collectives_have_fourteen_series(collectives: pd.DataFrame) -> Non
     assert collectives["bytes"].isna().all()
 
 
-def test_real_collectives_extrapolate_to_512(collectives: pd.DataFrame) -> None:
+def test_real_collectives_extrapolate_to_512(measured_data: Path) -> None:
+    table, _ = import_profiles("collectives", [measured_data / "mpi_collectives" / "mpi_data.csv"])
     at_512 = {"p": np.array([512.0])}
-    for key, rows in collectives.groupby(["op", "library"]):
-        operation = fit_operation(key, rows[rows["p"] < 512], [], "collectives")
+    operations, left_out, _ = fit_operations(table[table["p"] < 512], [], "collectives")
+    assert len(operations) == 14 and not left_out
+    for operation in operations:
         assert operation["kind"] == "collective" and not operation["uses_volume"]
         predicted, lower, upper = (float(v[0]) for v in predict_operation(operation, at_512))
-        assert predicted > 0, key
-        assert lower <= predicted <= upper, key
+        assert predicted > 0, operation["key"]
+        assert lower <= predicted <= upper, operation["key"]

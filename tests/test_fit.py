@@ -88,16 +88,6 @@ def test_relearn_main_at_512(measured_data) -> None:
     assert fit.adj_r2 > 0.9 and fit.loo_error < 0.2
 
 
-def test_noise_alone_gives_no_drift_and_a_change_of_regime_does() -> None:
-    """The forward folds err by the noise the leave-one-out folds show, or by more: only the
-    excess, per log step, widens intervals beyond the data."""
-    p = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
-    flat = 2.0 * np.exp(np.array([0.02, -0.02, 0.02, -0.02, 0.02, -0.02]))
-    assert fit_series({"p": p}, flat).forward_rate == pytest.approx(0.0, abs=0.01)
-    turning = 10.0 / p + np.where(p > 4, 0.5 * (p - 4), 0.0)   # a surface term from P = 8 on
-    assert fit_series({"p": p}, turning).forward_rate > 0.1
-
-
 def test_fold_errors_are_signed_per_shared_fold() -> None:
     fit = fit_series({"p": P}, 3.0 + 2.0 * P)
     assert set(fit.fold_bias) >= {"leave 4", "forward 16", "forward 64"}
