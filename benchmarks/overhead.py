@@ -6,12 +6,12 @@ Usage: python benchmarks/overhead.py [--reps 7] [--size 1] [--steps 100] [--warm
 The shipped LAMMPS LJ study (config/studies/lammps-lj.yaml, data/lammps/in.lj) runs at P=1 and
 P=2 in interleaved order (plain, measured, plain, measured, ...), so a slow drift of a shared
 machine touches both alike. "measured" is one run exactly as ``apmt profile --backend
-perf-clock`` makes it: apmt's runner writes the per-rank wrapper script (it records the rank's
-pid and sets LD_PRELOAD to the PMPI library) and, on one host, puts one ``perf record``
+perf-clock`` makes it: each rank starts through apmt's exec shim (it records the rank's pid
+and sets LD_PRELOAD to the PMPI library) and, on one host, apmt puts one ``perf record``
 around mpirun (apmt.collect.launch.measurement_scope; run.json shows the words). "plain" is
 the same launcher command (apmt's launch words) running the application directly: no
-wrapper, no preload, no perf. With --split, two more modes say which part costs what: "perf"
-(perf-clock, no PMPI) and "pmpi" (backend none: the wrapper and the PMPI library only).
+shim, no preload, no perf. With --split, two more modes say which part costs what: "perf"
+(perf-clock, no PMPI) and "pmpi" (backend none: the shim and the PMPI library only).
 With --per-rank, "per-rank" is measured with one perf per rank (APMT_PERF_SCOPE=rank), as
 apmt does where ranks are not the launcher's children (srun, several hosts).
 
@@ -111,7 +111,7 @@ def lammps_study(p: int, size: float, steps: int) -> Study:
 
 def apmt_run(study: Study, backend: str, trace_mpi: bool, results: Path,
              scope: str = "auto") -> RunRecord:
-    """One run as ``apmt profile --backend BACKEND`` makes it (runner, wrapper, backend);
+    """One run as ``apmt profile --backend BACKEND`` makes it (runner, rank start, backend);
     ``scope`` as APMT_PERF_SCOPE (auto: what apmt profile chooses)."""
     study = replace(with_backend(study, backend), trace_mpi=trace_mpi)
     backends = make_backends(study, load_study_machine(study))
@@ -160,7 +160,7 @@ def plain_run(study: Study, launcher: Launcher, run_dir: Path) -> float:
 @contextlib.contextmanager
 def environment(values: dict[str, str]) -> Iterator[None]:
     """The study's variables for a plain run: mpirun hands its own environment to local
-    ranks, as the wrapper's ``export`` lines do for a measured one."""
+    ranks, as the shim's ``--env`` words do for a measured one."""
     saved = {key: os.environ.get(key) for key in values}
     os.environ.update(values)
     try:

@@ -1,12 +1,15 @@
 """Counter backends: CPU detection and event files, scheduling, the perf and cachegrind parsers
 (on real recordings, and on synthetic text in perf's format for hardware events, see
-fixtures/perf/README.md), and real runs of a small MPI program under each wrapper."""
+fixtures/perf/README.md), and real runs of a small MPI program under each backend's words."""
 
 from __future__ import annotations
 
 import gzip
+import re
 import shutil
 import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -28,7 +31,13 @@ from apmt.collect.backends.perf import (
     stat_problem,
 )
 from apmt.collect.backends.registry import make_backend
-from apmt.collect.launch import Launcher, measurement_prefixes, measurement_scope, single_host
+from apmt.collect.launch import (
+    Launcher,
+    measurement_prefixes,
+    measurement_scope,
+    rank_command,
+    single_host,
+)
 from apmt.errors import ApmtError
 from apmt.kernels import is_mpi
 from apmt.machine import load_machine
@@ -302,15 +311,15 @@ def test_perf_events_backends_one_per_pass():
     backends = make_backend("perf-events", None, None, cpuinfo=HASWELL_EP)
     assert [b.index for b in backends] == [0, 1, 2, 3, 4]
     prefix = backends[1].rank_prefix(Path("/runs/p4 r1"))
-    record = prefix[prefix.index("perf record"):]     # as root, after setpriv's words
-    assert record.startswith("perf record --no-bpf-event -B --no-buildid-cache -q "
-                             "-e cpu_clk_unhalted.thread_p ")
-    assert prefix.endswith("-o '/runs/p4 r1'/perf.1.${rank}.data --")
+    record = prefix[prefix.index("perf"):]     # as root, after unshare's or setpriv's words
+    assert record[:8] == ["perf", "record", "--no-bpf-event", "-B", "--no-buildid-cache", "-q",
+                          "-e", "cpu_clk_unhalted.thread_p"]
+    assert prefix[-3:] == ["-o", "/runs/p4 r1/perf.1.{rank}.data", "--"]
     assert backends[1].launch_prefix(Path("/runs/p4 r1"))[-3:] == [
         "-o", "/runs/p4 r1/perf.1.data", "--"]
     with_period = make_backend("perf-events", None, ["cycles"], cpuinfo=HASWELL_EP,
                                period=100003)[0]
-    assert "-c 100003" in with_period.rank_prefix(Path("/r"))
+    assert "-c 100003" in " ".join(with_period.rank_prefix(Path("/r")))
     with pytest.raises(ApmtError) as error:
         make_backend("perf-events", None, ["l1_hits"], cpuinfo=ARM)
     assert "none of the metrics l1_hits" in one_line(error)
@@ -547,12 +556,14 @@ def two_kernels(tmp_path_factory) -> Path:
     return binary
 
 
-def run_ranks(prefix: str, binary: Path, n: int, ranks: int = 2) -> None:
-    """Run the program as the runner will: each rank finds ``$rank`` and execs the prefix."""
-    wrapper = f'rank=${{OMPI_COMM_WORLD_RANK:-0}}; exec {prefix} "$@"'
-    done = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
-                           str(ranks), "sh", "-c", wrapper, "sh", str(binary), str(n)],
-                          capture_output=True, text=True, timeout=300, check=False)
+def run_ranks(run_dir: Path, prefix: list[str], binary: Path, n: int,
+              around: Sequence[str] = ()) -> None:
+    """Run the program on 2 ranks as the runner does: each rank starts through apmt's exec
+    shim, which fills ``{rank}`` in the backend's words (``around``: a tool before mpirun)."""
+    ranks = rank_command(run_dir, prefix, [str(binary), str(n)], None, {})
+    done = subprocess.run([*around, "mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+                           "2", *ranks], cwd=run_dir, capture_output=True, text=True,
+                          timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -561,7 +572,9 @@ def test_cachegrind_real_mpi_run(tmp_path, two_kernels):
     need("valgrind")
     backend = make_backend("cachegrind", load_machine("haswell-e5-2698v3"), None)[0]
     backend.check()
-    run_ranks(backend.rank_prefix(tmp_path), two_kernels, 200_000)
+    run_ranks(tmp_path, backend.rank_prefix(tmp_path), two_kernels, 200_000)
+    assert sorted(p.name for p in tmp_path.glob("cachegrind.*")) == [
+        "cachegrind.0.out", "cachegrind.1.out"]          # {rank} filled by each rank
     table = backend.parse(tmp_path)
     check_two_kernels_counts(table)
     for rank in (0, 1):
@@ -583,7 +596,9 @@ def test_perf_clock_real_mpi_run(tmp_path, two_kernels):
     need("perf")
     backend = make_backend("perf-clock", None, None, frequency=4000)[0]
     backend.check()
-    run_ranks(backend.rank_prefix(tmp_path), two_kernels, SAMPLED_N)
+    run_ranks(tmp_path, backend.rank_prefix(tmp_path), two_kernels, SAMPLED_N)
+    assert sorted(p.name for p in tmp_path.glob("perf.clock.*.data")) == [
+        "perf.clock.0.data", "perf.clock.1.data"]        # {rank} filled by each rank
     table = backend.parse(tmp_path)
     time = table.pivot_table(index="kernel", columns="rank", values="value")
     assert set(time.columns) == {0, 1}
@@ -600,7 +615,7 @@ def test_perf_events_real_run_with_software_events(tmp_path, two_kernels):
     need("perf")
     backend = make_backend("perf-events", None, None, cpuinfo="",
                            event_file=PERF_FIXTURES / "software-events.yaml")[0]
-    run_ranks(backend.rank_prefix(tmp_path), two_kernels, 10_000_000)
+    run_ranks(tmp_path, backend.rank_prefix(tmp_path), two_kernels, 10_000_000)
     table = backend.parse(tmp_path)
     wide = table.pivot_table(index=["kernel", "rank"], columns="metric", values="value")
     wide = wide.fillna(0)
@@ -610,9 +625,25 @@ def test_perf_events_real_run_with_software_events(tmp_path, two_kernels):
 
 # ---------------------------------------------------------------- one perf around the launcher
 
-# perf report -F sample,period,pid,dso,sym and perf report --tasks of a launch: mpirun (100),
-# rank 0 (101, with thread 103 and a child process 105), rank 1 (102)
-TASK_REPORT = """# Samples: 16  of event 'cpu-clock'
+# perf report -F sample,period,pid,comm,dso,sym and perf report --tasks of a launch: mpirun
+# (100), rank 0 (101, with thread 103 and a child process 105), rank 1 (102); the rows under
+# the command names python and mpirun of 101 and 102 are from before the ranks exec'd app
+TASK_REPORT = """# Samples: 19  of event 'cpu-clock'
+# Event count (approx.): 19000
+#
+#      Samples;      Period;    Pid:Command    ;Command    ;Shared Object   ;Symbol
+#
+ 5 ; 5000 ;   101:app ;app ;app ;[.] work_a
+ 2 ; 2000 ;   103:app ;progress ;libmpi.so.40.30.4 ;[.] 0x0000000000001234
+ 3 ; 3000 ;   102:app ;app ;app ;[.] work_a
+ 1 ; 1000 ;   102:app ;app ;[unknown] ;[k] 0xffffffff821ef666
+ 4 ; 4000 ;   105:helper ;helper ;helper ;[.] main
+ 2 ; 2000 ;   101:app ;python ;libpython3.11.so.1.0 ;[.] PyType_Ready
+ 1 ; 1000 ;   102:app ;mpirun ;[unknown] ;[k] 0xffffffff822018b1
+ 1 ; 1000 ;   100:mpirun ;mpirun ;libc.so.6 ;[.] poll
+"""
+# the same launch as apmt reported it before the comm column: no command name at a sample
+OLD_TASK_REPORT = """# Samples: 16  of event 'cpu-clock'
 # Event count (approx.): 16000
 #
  5 ; 5000 ;   101:app ;app ;[.] work_a
@@ -641,9 +672,12 @@ def launch_run(folder: Path, pids: dict[int, int], report: str = TASK_REPORT) ->
     return folder
 
 
-def test_one_perf_split_per_rank_by_process(tmp_path):
-    """Threads and child processes count for their rank, the launcher for none."""
-    table = PerfClock().parse(launch_run(tmp_path, {0: 101, 1: 102}))
+@pytest.mark.parametrize("report", [TASK_REPORT, OLD_TASK_REPORT], ids=["comm", "old"])
+def test_one_perf_split_per_rank_by_process(tmp_path, report):
+    """Threads and child processes count for their rank (a thread under a name of its own
+    too), the launcher for none, nor a rank's process before its exec of the application
+    (the launcher's fork, apmt's Python start), as a perf per rank never sees those."""
+    table = PerfClock().parse(launch_run(tmp_path, {0: 101, 1: 102}, report))
     got = {(row.kernel, row.rank): round(row.value * 1e9) for row in table.itertuples()}
     assert got == {("work_a", 0): 5000, ("<libmpi>", 0): 2000, ("main", 0): 4000,
                    ("work_a", 1): 3000, ("<kernel>", 1): 1000}
@@ -657,7 +691,7 @@ def test_one_perf_split_refuses_what_it_cannot_attribute(tmp_path):
     assert "no samples of rank 2 (pid 999)" in one_line(error)
     with pytest.raises(ApmtError) as error:      # a cut report: rows below perf's total
         PerfClock().parse(launch_run(tmp_path, {0: 101}, TASK_REPORT.rsplit(" 1 ;", 1)[0]))
-    assert "rows sum to 15000 but perf counted 16000" in one_line(error)
+    assert "rows sum to 18000 but perf counted 19000" in one_line(error)
     (tmp_path / "rank.0.pid").write_text("x")
     with pytest.raises(ApmtError) as error:
         PerfClock().parse(tmp_path)
@@ -669,7 +703,7 @@ def test_one_perf_around_mpirun_on_one_host_else_per_rank(tmp_path):
     backend = PerfClock()
     assert single_host(mpirun, {}) and single_host(mpirun, {"SLURM_JOB_NUM_NODES": "1"})
     around, prefix = measurement_prefixes(backend, tmp_path, mpirun)
-    assert around[-3:] == ["-o", str(tmp_path / "perf.clock.data"), "--"] and prefix == ""
+    assert around[-3:] == ["-o", str(tmp_path / "perf.clock.data"), "--"] and prefix == []
     for launcher, env in [
         (Launcher("srun", "slurm", "slurm 22.05"), {}),
         (Launcher("mpirun", "openmpi", "4.1", ("--hostfile", "hosts")), {}),
@@ -689,18 +723,17 @@ def test_one_perf_around_mpirun_on_one_host_else_per_rank(tmp_path):
 
 @pytest.mark.slow
 def test_perf_clock_one_perf_around_mpirun(tmp_path, two_kernels):
-    """The launch scope for real: one perf around mpirun, 2 ranks, split per rank."""
+    """The launch scope for real: one perf around mpirun, 2 ranks, split per rank. perf
+    saw each rank's Python start (apmt's exec shim) under its own command name; those
+    samples are not the application's."""
     need("perf")
     backend = make_backend("perf-clock", None, None, frequency=4000)[0]
     backend.check()
-    wrapper = (f'rank=${{OMPI_COMM_WORLD_RANK:-0}}; echo $$ > {tmp_path}/rank.$rank.pid; '
-               f'exec "$@"')
-    done = subprocess.run([*backend.launch_prefix(tmp_path), "mpirun", "--allow-run-as-root",
-                           "--oversubscribe", "-np", "2", "sh", "-c", wrapper, "sh",
-                           str(two_kernels), str(SAMPLED_N)],
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    run_ranks(tmp_path, [], two_kernels, SAMPLED_N, backend.launch_prefix(tmp_path))
     time = backend.parse(tmp_path).pivot_table(index="kernel", columns="rank", values="value")
+    report = (tmp_path / "perf.clock.report.txt").read_text()
+    assert re.search(rf";{re.escape(Path(sys.executable).name[:15])}\s*;", report)
+    assert not [kernel for kernel in time.index if kernel.startswith(("Py", "_Py"))]
     assert set(time.columns) == {0, 1}
     for rank in (0, 1):     # 3:1 within sampling noise (and a VM's stolen time: up to 4.6 seen)
         assert time.loc["work_a", rank] / time.loc["work_b", rank] == pytest.approx(3, rel=0.6)

@@ -4,7 +4,7 @@ The runs are real: a small MPI C program (compiled here with mpicc) and LAMMPS, 
 mpirun. "Prints nothing" is a failure by default (an MPI code that prints nothing usually
 did not start or read no input); a study of a silent application sets ``expect_output:
 false``. A test double stands in for a counter backend where the test is about the runner
-(passes, the ``$rank`` contract); the real registry and PMPI library are used where they
+(passes, the ``{rank}`` contract); the real registry and PMPI library are used where they
 exist, and those tests say why they skip otherwise.
 """
 
@@ -15,7 +15,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -23,13 +25,14 @@ import pandas as pd
 import pytest
 import yaml
 
+from apmt.collect import rank_exec
 from apmt.collect.extract import extract
 from apmt.collect.launch import (
     Launcher,
     flavour_of,
     launch_command,
+    rank_command,
     slurm_cpus,
-    wrapper_text,
 )
 from apmt.collect.runner import (
     DONE,
@@ -126,8 +129,9 @@ def real_backend(name: str):
 
 
 class FakeBackend:
-    """A test double of a counter backend: each rank writes a file named by ``$rank``
-    (the contract of rank_prefix) and parse() turns the files into rows."""
+    """A test double of a counter backend: each rank writes a file named by ``{rank}``
+    (the contract of rank_prefix; sh is the double's tool, as valgrind is cachegrind's) and
+    parse() turns the files into rows."""
 
     def __init__(self, name: str = "fake", metric: str = "instructions",
                  simulated: bool = False) -> None:
@@ -136,8 +140,8 @@ class FakeBackend:
     def check(self) -> None:
         pass
 
-    def rank_prefix(self, run_dir: Path) -> str:
-        return f"""sh -c 'echo 7 > {run_dir}/{self.metric}.'$rank'.txt; exec "$@"' fake"""
+    def rank_prefix(self, run_dir: Path) -> list[str]:
+        return ["sh", "-c", 'echo 7 > "$0"; exec "$@"', f"{run_dir}/{self.metric}.{{rank}}.txt"]
 
     def parse(self, run_dir: Path) -> pd.DataFrame:
         rows = [{"kernel": "work", "metric": self.metric, "rank": int(f.name.split(".")[1]),
@@ -158,6 +162,8 @@ BAD_STUDIES = [
     ({"name": "-bad"}, ["'name'", "'-bad'"]),
     ({"command": "app -n {nn}"}, ["'command'", "{nn}", "unknown placeholder"]),
     ({"command": "app {n} > out.txt"}, ["'command'", "'>'"]),
+    ({"command": "app a\0b"}, ["'command'", "NUL character"]),
+    ({"env": {"X": "a\0b"}}, ["'env.X'", "NUL character"]),
     ({"p": [0, 2]}, ["'p'", "0"]),
     ({"p": "4"}, ["'p'", "'4'"]),
     ({"params": {"n": [-1]}}, ["'params.n'", "-1"]),
@@ -330,17 +336,58 @@ def test_slurm_allocation_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
     assert slurm_cpus() == 7
 
 
-def test_wrapper_finds_the_rank_and_sets_variables(tmp_path: Path) -> None:
-    script = tmp_path / "run.sh"
-    script.write_text(wrapper_text("echo rank=$rank", "app \"$GREETING\"",
-                                   {"GREETING": "hello world"}))
-    for variable, value in [("OMPI_COMM_WORLD_RANK", "3"), ("PMI_RANK", "5"),
-                            ("SLURM_PROCID", "7")]:
-        env = {k: v for k, v in os.environ.items() if k not in (
-            "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "PMIX_RANK")}
-        out = subprocess.run(["/bin/sh", str(script)], env={**env, variable: value},
-                             capture_output=True, text=True, check=True).stdout
-        assert out == f"rank={value} app hello world\n"
+RANK_PREFIX = ["env", "FROM_PREFIX=rank{rank}"]
+RANK_PROGRAM = ["sh", "-c", 'echo "$FROM_PREFIX $APMT_RANK $GREETING $0 $$"; cat', "{rank}"]
+
+
+def start_rank(tmp_path: Path, environ: dict[str, str], prefix: list[str], app: list[str],
+               stdin: str | None) -> subprocess.CompletedProcess:
+    """One rank started as a launcher starts it: apmt's exec shim, in the run folder."""
+    command = rank_command(tmp_path, prefix, app, stdin, {"GREETING": "hello world"})
+    clean = {k: v for k, v in os.environ.items() if k not in rank_exec.RANK_VARIABLES}
+    return subprocess.run(command, env={**clean, **environ}, cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+
+
+def test_the_rank_start_finds_the_rank_and_sets_variables(tmp_path: Path) -> None:
+    """Each launcher's rank variable (none: rank 0), the variables set, ``{rank}`` filled
+    in the backend's words and not in the application's, the standard input, and the
+    process id in rank.<rank>.pid: the application's own (exec), as it prints it."""
+    (tmp_path / "in.txt").write_text("from stdin\n")
+    for variable, rank in [("OMPI_COMM_WORLD_RANK", "3"), ("PMI_RANK", "5"),
+                           ("SLURM_PROCID", "7"), ("PMIX_RANK", "9"), (None, "0")]:
+        done = start_rank(tmp_path, {variable: rank} if variable else {}, RANK_PREFIX,
+                          RANK_PROGRAM, "in.txt")
+        assert done.returncode == 0, done.stderr
+        first, second = done.stdout.splitlines()
+        assert first.rsplit(" ", 1)[0] == f"rank{rank} {rank} hello world {{rank}}"
+        assert (tmp_path / f"rank.{rank}.pid").read_text() == f"{first.rsplit(' ', 1)[1]}\n"
+        assert second == "from stdin"
+
+
+def test_the_rank_start_hands_on_no_ignored_signal(tmp_path: Path) -> None:
+    """Python ignores SIGPIPE and SIGXFSZ and an ignored signal stays ignored across exec:
+    the shim gives them back their default, so the application gets what a shell gives."""
+    done = start_rank(tmp_path, {}, [], ["grep", "^SigIgn:", "/proc/self/status"], None)
+    assert done.returncode == 0, done.stderr
+    ignored = int(done.stdout.split()[1], 16)
+    for signum in (signal.SIGPIPE, signal.SIGXFSZ):
+        assert not ignored & (1 << (signum - 1)), (signum, done.stdout)
+
+
+def test_a_rank_that_cannot_start_says_why_in_one_line(tmp_path: Path) -> None:
+    """Exit statuses as a shell gives them: 127 for a program not found, 126 for one that
+    cannot run; 1 for a standard input that is not there."""
+    (tmp_path / "plain.txt").write_text("not a program\n")
+    cases = [(["no-such-program"], "in.txt", 127, "no-such-program: cannot run"),
+             ([str(tmp_path / "plain.txt")], "in.txt", 126, "plain.txt: cannot run"),
+             (["true"], "gone.txt", 1, "gone.txt: cannot open as standard input")]
+    (tmp_path / "in.txt").write_text("")
+    for app, stdin, status, fragment in cases:
+        done = start_rank(tmp_path, {"PMI_RANK": "2"}, [], app, stdin)
+        assert done.returncode == status, done.stderr
+        assert done.stderr.startswith("apmt rank 2: ") and fragment in done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
 
 
 @needs_mpi
@@ -479,7 +526,7 @@ def test_silence_is_fine_when_the_study_says_so(mpi_app: Path, tmp_path: Path) -
 @needs_mpi
 def test_backend_passes_and_the_rank_contract(mpi_app: Path, tmp_path: Path) -> None:
     """A backend of two passes (test double): two folders per run, each rank's files named
-    by $rank, the metrics of both passes in one table, the <app> time (and the MPI trace)
+    by {rank}, the metrics of both passes in one table, the <app> time (and the MPI trace)
     from the pass that is not simulated."""
     study = load_study(study_file(tmp_path, command=f"{mpi_app} 1 {{n}}", p=[1, 2],
                                   params={"n": [1000]}, trace_mpi=pmpi_or_none() is not None))
@@ -553,7 +600,7 @@ def local_slurm(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @needs_mpi
 def test_srun_under_the_local_slurm(mpi_app: Path, tmp_path: Path, local_slurm) -> None:
-    """srun with the pmix plugin: every rank finds its rank ($rank from SLURM_PROCID), more
+    """srun with the pmix plugin: every rank finds its rank ({rank} from SLURM_PROCID), more
     tasks than CPUs get --overcommit and are recorded as oversubscribed."""
     study = load_study(study_file(tmp_path, command=f"{mpi_app} 1 {{n}}", p=[1, 3],
                                   params={"n": [1000]}, launcher="srun", srun_mpi="pmix",
@@ -568,12 +615,21 @@ def test_srun_under_the_local_slurm(mpi_app: Path, tmp_path: Path, local_slurm) 
         "instructions.0.txt", "instructions.1.txt", "instructions.2.txt"]
 
 
-def test_plan_uses_the_wrapper(tmp_path: Path) -> None:
-    study = load_study(study_file(tmp_path, p=[2]))
+def test_plan_starts_each_rank_through_the_exec_shim(tmp_path: Path) -> None:
+    """The launcher runs apmt's shim (Python, isolated, no site) with the run's variables,
+    then the backend's words and the template's, with no shell anywhere."""
+    study = load_study(study_file(tmp_path, p=[2], command="true {n} < {run_dir}/in.txt",
+                                  env={"GREETING": "hi {p}"}))
     launcher = Launcher("mpirun", "openmpi", "x")
-    planned = plan(study, tmp_path, [], launcher)
-    assert planned[0].command[-2:] == ["/bin/sh", str(planned[0].run_dir / "run.sh")]
-    assert planned[0].rank_line == "true 1"
+    planned = plan(study, tmp_path, [FakeBackend()], launcher)[0]
+    shim = planned.command[planned.command.index("-np") + 2:]
+    run_dir = str(planned.run_dir)
+    assert shim == [sys.executable, "-I", "-S", rank_exec.__file__, "--pid-dir", run_dir,
+                    "--env", "GREETING=hi 2", "--stdin", f"{run_dir}/in.txt", "--prefix", "4",
+                    "--", *FakeBackend().rank_prefix(planned.run_dir), "true", "1"]
+    assert planned.rank_line.endswith(f"{run_dir}/instructions.{{rank}}.txt' true 1 < "
+                                      f"{run_dir}/in.txt")
+    assert "/bin/sh" not in planned.command
 
 
 def test_run_names_are_unique_for_distinct_points() -> None:

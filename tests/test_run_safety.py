@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_collect import HAVE_MPI, study_file
+from test_collect import HAVE_MPI, FakeBackend, study_file
 
 from apmt.collect.extract import extract
 from apmt.collect.interrupt import Interrupted, raise_if_interrupted, stopped_by_signals
@@ -62,6 +63,21 @@ def test_the_template_runs_without_a_shell(tmp_path: Path, command: str) -> None
 
 
 @needs_mpi
+def test_the_application_words_are_not_filled_per_rank(tmp_path: Path) -> None:
+    """``$HOME``, ``~`` and a literal ``{rank}`` (written ``{{rank}}``) reach the program as
+    typed on every rank, while ``{rank}`` in the backend's words is each rank's number."""
+    command = "echo $HOME ~ {{rank}} x$(touch FILE) 'a;b'"
+    study = load_study(study_file(tmp_path, command=command, p=[2], params={}))
+    record = run_study(study, tmp_path / "results", [FakeBackend()])[0]
+    assert record.status == "ok", record.line()
+    printed = (record.run_dir / "stdout.log").read_text().splitlines()
+    assert printed == ["$HOME ~ {rank} x$(touch FILE) a;b"] * 2, printed
+    assert sorted(path.name for path in record.run_dir.glob("instructions.*.txt")) == [
+        "instructions.0.txt", "instructions.1.txt"]
+    assert not list(tmp_path.rglob("FILE"))
+
+
+@needs_mpi
 def test_placeholders_fill_one_word_each(tmp_path: Path) -> None:
     """A folder with a space stays one argument; ``< FILE`` is the standard input."""
     folder = tmp_path / "a b"
@@ -75,6 +91,94 @@ def test_placeholders_fill_one_word_each(tmp_path: Path) -> None:
     assert record.status == "ok", record.line()
     assert (record.run_dir / "stdout.log").read_text().splitlines() == [
         "from stdin", str(record.run_dir)]
+
+
+SHELLS = ("sh", "dash", "bash", "busybox", "zsh", "ksh")
+
+
+def executable(pid: int) -> str:
+    """The file a process runs, by name ("" once it is gone)."""
+    try:
+        return Path(os.readlink(f"/proc/{pid}/exe")).name
+    except OSError:
+        return ""
+
+
+def ancestors(pid: int, until: int) -> list[str]:
+    """What the processes between a process and its ancestor ``until`` run, nearest first;
+    AssertionError if ``until`` is not an ancestor."""
+    names = []
+    while True:
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        if pid == until:
+            return names
+        assert pid > 1, f"{until} is not an ancestor (chain: {names})"
+        names.append(executable(pid))
+
+
+@needs_mpi
+def test_each_rank_is_the_application_with_no_shell_before_it(ring: Path,
+                                                              tmp_path: Path) -> None:
+    """The process id a rank records is the application's own (apmt's start exec'd it into
+    the program), and between apmt and each rank run only the launcher's processes: no
+    shell, and no Python but apmt itself."""
+    program = tmp_path / "ring"
+    shutil.copy2(ring, program)
+    process = apmt_profile(ring_study(tmp_path, program), tmp_path / "results")
+    try:
+        run_dir = wait_for_ranks(tmp_path / "results" / "raw" / "long", program)
+        for rank in (0, 1):
+            pid = int((run_dir / f"rank.{rank}.pid").read_text())
+            deadline = time.monotonic() + 30
+            while executable(pid) != program.name and time.monotonic() < deadline:
+                time.sleep(0.02)          # the pid file is written just before the exec
+            assert executable(pid) == program.name
+            assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1] == [
+                str(program).encode(), b"20000", str(LONG_STEPS).encode()]
+            chain = ancestors(pid, process.pid)
+            assert chain and not [name for name in chain
+                                  if name in SHELLS or name.startswith("python")], chain
+    finally:
+        process.terminate()
+        seconds_until_gone(program)
+        process.communicate(timeout=30)
+
+
+def programs_run(log: Path) -> dict[int, list[str]]:
+    """What each process exec'd, in order, from strace's per-process files (``-ff``)."""
+    done = re.compile(r'^execve\("([^"]+)", .* = 0$')
+    return {int(path.suffix[1:]): [match[1] for line in path.read_text().splitlines()
+                                   if (match := done.match(line))]
+            for path in log.parent.glob(f"{log.name}.*")}
+
+
+@needs_mpi
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_no_shell_runs_anywhere_in_a_profiling_run(tmp_path: Path) -> None:
+    """Every program ``apmt profile`` and its launch exec, traced: each rank's process
+    runs apmt's start (Python) and then the application, and nothing runs a shell."""
+    study = study_file(tmp_path, command="echo x$(touch FILE) x`id` $HOME", p=[2], params={})
+    log = tmp_path / "strace" / "exec"
+    log.parent.mkdir()
+    apmt = Path(sys.executable).parent / "apmt"
+    done = subprocess.run(["strace", "-f", "-ff", "-qq", "-e", "trace=execve", "-e",
+                           "signal=none", "-o", str(log), str(apmt), "profile", str(study),
+                           "--results", str(tmp_path / "results"), "--no-extract"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0 and "ptrace" in done.stderr:
+        pytest.skip(f"strace cannot trace here: {done.stderr.strip()[:100]}")
+    assert done.returncode == 0, done.stderr
+    run_dir = tmp_path / "results" / "raw" / "s" / "p2_r1"
+    runs = programs_run(log)
+    shells = sorted({path for paths in runs.values() for path in paths
+                     if Path(path).name in SHELLS})
+    assert not shells, shells
+    echo = shutil.which("echo")
+    for rank in (0, 1):
+        pid = int((run_dir / f"rank.{rank}.pid").read_text())
+        assert runs[pid] == [sys.executable, echo], runs[pid]
+    assert (run_dir / "stdout.log").read_text() == "x$(touch FILE) x`id` $HOME\n" * 2
+    assert not list(tmp_path.rglob("FILE"))
 
 
 @pytest.mark.parametrize(("command", "fragment"), [

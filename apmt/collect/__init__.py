@@ -4,6 +4,8 @@ The flow of ``apmt profile STUDY.yaml``:
 - study.py    reads and checks a study (command template, P list, parameters, repetitions,
               launcher, backend, time limit), before any run starts;
 - launch.py   turns a run into a command line for its launcher (mpirun, srun);
+- rank_exec.py  each rank's start, without a shell: its pid file, its variables, ``{rank}``
+              in the backend's words, then exec (run by path: it imports only os and sys);
 - backends/   per-rank wrappers that measure counters (perf hardware events, perf cpu-clock
               sampling, cachegrind) and parse what they wrote;
 - pmpi.py     the PMPI tracing library (C, built with mpicc) and its output's parser;
@@ -15,6 +17,8 @@ Files a run folder holds (``raw/<study>/p<P>[_<param><v>...]_r<rep>/``):
     run.json            what ran: command, P, parameters, repetition, host, CPU frequency,
                         versions, wall time, exit status, backend and events
     stdout.log, stderr.log
+    rank.<rank>.pid     the process id of one rank (its start wrote it; the application
+                        keeps it: perf's samples of one perf around the launcher are split by it)
     pmpi.<rank>.tsv     the MPI trace of one rank (see pmpi.py)
     <backend files>     e.g. perf.<rank>.data, cachegrind.<rank>.out
     done                written last: the run finished and its files are complete

@@ -1,12 +1,13 @@
-"""From a run to a command line: the launcher's words and the per-rank wrapper script.
+"""From a run to a command line: the launcher's words and each rank's start.
 
 Launchers differ in what they need: Open MPI's ``mpirun`` refuses to run as root without
 ``--allow-run-as-root`` and more ranks than cores without ``--oversubscribe``; MPICH's Hydra
 (``mpiexec``, or an ``mpirun`` that is MPICH's) takes ``-n`` and oversubscribes silently;
 Slurm's ``srun`` needs ``--overcommit`` for more tasks than the allocation's CPUs and often a
-``--mpi`` plugin. Each rank then runs a small shell script that finds its rank, writes its
-process id to ``rank.<rank>.pid`` and ``exec``s the backend's prefix and the application, so
-each rank writes its own files.
+``--mpi`` plugin. Each rank then starts through apmt's exec shim (``rank_exec.py``, Python
+without a shell) that finds its rank, writes its process id to ``rank.<rank>.pid``, sets the
+run's variables and execs the backend's prefix (``{rank}`` filled, so each rank writes its
+own files) and the application's words as they are.
 
 Where the measuring tool goes (``measurement_prefixes``): a backend that can follow a whole
 process tree (perf: ``launch_prefix``) is put once before the launcher when every rank is a
@@ -23,18 +24,17 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from apmt.collect import rank_exec
+from apmt.collect.rank_exec import PID_FILE
 from apmt.errors import ApmtError
 from apmt.inputs import read_text
 
-WRAPPER = "run.sh"
-RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "PMIX_RANK")
-PID_FILE = "rank.{rank}.pid"
 SCOPE_VARIABLE = "APMT_PERF_SCOPE"
 SCOPES = ("auto", "launch", "rank")
 # launcher options that place ranks on other hosts (Open MPI, MPICH Hydra, Intel MPI)
@@ -216,18 +216,18 @@ def measurement_scope(backend: object, launcher: Launcher,
 
 
 def measurement_prefixes(backend: object | None, run_dir: Path,
-                         launcher: Launcher) -> tuple[list[str], str]:
-    """(words before the launcher, shell words before each rank's command) for a backend
-    pass (None: no backend)."""
+                         launcher: Launcher) -> tuple[list[str], list[str]]:
+    """(words before the launcher, words before each rank's command, ``{rank}`` in them the
+    rank) for a backend pass (None: no backend)."""
     if backend is None:
-        return [], ""
+        return [], []
     if measurement_scope(backend, launcher) == "launch":
-        return list(backend.launch_prefix(Path(run_dir))), ""   # type: ignore[attr-defined]
-    return [], backend.rank_prefix(Path(run_dir))                # type: ignore[attr-defined]
+        return list(backend.launch_prefix(Path(run_dir))), []   # type: ignore[attr-defined]
+    return [], list(backend.rank_prefix(Path(run_dir)))        # type: ignore[attr-defined]
 
 
 def rank_pids(run_dir: Path) -> dict[int, int]:
-    """Process id of each rank, from the ``rank.<rank>.pid`` files its wrapper wrote."""
+    """Process id of each rank, from the ``rank.<rank>.pid`` files its start wrote."""
     pids = {}
     for path in Path(run_dir).glob(PID_FILE.format(rank="*")):
         rank = path.name.split(".")[1]
@@ -237,43 +237,21 @@ def rank_pids(run_dir: Path) -> dict[int, int]:
         pids[int(rank)] = int(text)
     if not pids:
         raise ApmtError(f"{run_dir}: no {PID_FILE.format(rank='<rank>')} files: the ranks' "
-                        f"wrapper did not record their process ids")
+                        f"start did not record their process ids")
     return dict(sorted(pids.items()))
 
 
-# -------------------------------------------------------------------------------- wrapper
+# ----------------------------------------------------------------------------- rank start
 
-def wrapper_text(prefix: str, app_command: str, env: dict[str, str],
-                 pid_dir: Path | None = None) -> str:
-    """The script each rank runs: its rank in ``$rank``, its process id into
-    ``<pid_dir>/rank.<rank>.pid`` (the application keeps it: the script execs it), the
-    variables, then the command.
-
-    Variables are set here, on the node that runs the rank, because launchers do not
-    forward the whole environment to other nodes (Open MPI forwards only ``-x`` names).
-    """
-    rank = "0"
-    for variable in reversed(RANK_VARIABLES):
-        rank = f"${{{variable}:-{rank}}}"
-    lines = ["#!/bin/sh", "# written by apmt: one rank of this run", f'rank="{rank}"',
-             'export APMT_RANK="$rank"']
-    if pid_dir is not None:
-        pid_file = PID_FILE.format(rank="${rank}")
-        lines.append(f'echo "$$" > {shlex.quote(str(pid_dir))}/{pid_file}')
-    lines += [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
-    lines.append(" ".join(word for word in ("exec", prefix.strip(), app_command) if word))
-    return "\n".join(lines) + "\n"
-
-
-def write_wrapper(run_dir: Path, prefix: str, app_command: str,
-                  env: dict[str, str]) -> Path:
-    """Write the rank script into the run folder (it is part of what ran)."""
-    path = run_dir / WRAPPER
-    path.write_text(wrapper_text(prefix, app_command, env, run_dir.resolve()))
-    path.chmod(0o755)
-    return path
-
-
-def rank_command(run_dir: Path) -> list[str]:
-    """How the launcher starts the wrapper of a run."""
-    return ["/bin/sh", str(run_dir.resolve() / WRAPPER)]
+def rank_command(run_dir: Path, prefix: list[str], app: list[str], stdin: str | None,
+                 env: dict[str, str]) -> list[str]:
+    """How the launcher starts each rank of a run: apmt's exec shim (``rank_exec``) with the
+    folder for the process ids, the variables, the standard input, and the words to exec,
+    the backend's ``prefix`` first (``{rank}`` in them is filled) and the application's."""
+    words = [sys.executable, "-I", "-S", rank_exec.__file__,
+             "--pid-dir", str(Path(run_dir).resolve())]
+    for key, value in env.items():
+        words += ["--env", f"{key}={value}"]
+    if stdin is not None:
+        words += ["--stdin", stdin]
+    return [*words, "--prefix", str(len(prefix)), "--", *prefix, *app]

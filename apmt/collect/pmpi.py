@@ -114,9 +114,14 @@ def _first_error(result: subprocess.CompletedProcess) -> str:
     return (errors or lines or [f"exit status {result.returncode}"])[0]
 
 
+def library_file() -> Path:
+    """Where the install step puts the library (``<venv>/lib/apmt``), built or not."""
+    return Path(sys.prefix) / "lib" / "apmt" / LIBRARY_NAME
+
+
 def library_path() -> Path:
-    """The library where the install step puts it (``<venv>/lib/apmt``), built on demand."""
-    return build(Path(sys.prefix) / "lib" / "apmt")
+    """The library at ``library_file()``, built on demand."""
+    return build(library_file().parent)
 
 
 def environment(run_dir: Path, library: Path | None = None) -> dict[str, str]:

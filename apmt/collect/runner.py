@@ -56,12 +56,12 @@ from apmt.collect.launch import (
     rank_command,
     running_as_root,
     version_text,
-    write_wrapper,
 )
 from apmt.collect.study import (
     Run,
     Study,
     app_command,
+    app_words,
     check_setup,
     find_program,
     program_of,
@@ -398,11 +398,10 @@ class Planned:
     backend: Backend | None
     run_dir: Path
     command: list[str]
-    rank_line: str
+    rank_line: str        # what each rank runs, as one line ({rank}: the rank's number)
     oversubscribed: bool
     cpus: int
     timing: bool          # the timing pass: traced, and its wall time is the application's
-    rank_prefix: str = ""  # the backend's words before each rank's command (the wrapper's)
 
 
 def plan(study: Study, results_dir: Path, backends: list[Backend],
@@ -417,11 +416,13 @@ def plan(study: Study, results_dir: Path, backends: list[Backend],
                 continue
             run_dir = (raw_dir(results_dir, study) / pass_name(run, index)).absolute()
             around, prefix = measurement_prefixes(backend, run_dir, launcher)
-            line = " ".join(w for w in (prefix.strip(), app_command(study, run, run_dir)) if w)
-            command = [*around,
-                       *launch_command(launcher, run.p, rank_command(run_dir), cpus, root)]
+            line = " ".join(w for w in (shlex.join(prefix), app_command(study, run, run_dir))
+                            if w)
+            ranks = rank_command(run_dir, prefix, *app_words(study, run, run_dir),
+                                 _rank_env(study, run, run_dir, index == timing))
+            command = [*around, *launch_command(launcher, run.p, ranks, cpus, root)]
             out.append(Planned(run, index, backend, run_dir, command, line, run.p > cpus,
-                               cpus, index == timing, prefix))
+                               cpus, index == timing))
     return out
 
 
@@ -493,8 +494,6 @@ def _run_one(study: Study, planned: Planned, versions: dict,
     run_dir.mkdir(parents=True)
     for source in study.setup:
         shutil.copy2(source, run_dir / source.name)
-    env = _rank_env(study, planned)
-    write_wrapper(run_dir, planned.rank_prefix, app_command(study, planned.run, run_dir), env)
     info = _run_info(study, planned, versions)
     if annotate is not None:
         info = annotate(info)
@@ -549,12 +548,14 @@ def move_aside(run_dir: Path, label: str = "failed") -> Path:
     return target
 
 
-def _rank_env(study: Study, planned: Planned) -> dict[str, str]:
-    """Variables for each rank: the PMPI tracer's (timing pass only) and the study's."""
+def _rank_env(study: Study, run: Run, run_dir: Path, timing: bool) -> dict[str, str]:
+    """Variables for each rank: the PMPI tracer's (timing pass only; the library where
+    check_runnable builds it) and the study's."""
     env: dict[str, str] = {}
-    if study.trace_mpi and planned.timing:
-        env.update(_pmpi_module(study).environment(planned.run_dir))
-    values = planned.run.placeholders(planned.run_dir)
+    if study.trace_mpi and timing:
+        pmpi = _pmpi_module(study)
+        env.update(pmpi.environment(run_dir, pmpi.library_file()))
+    values = run.placeholders(run_dir)
     for key, template in study.env.items():
         value = template.format(**values)
         if key == "LD_PRELOAD" and env.get(key):

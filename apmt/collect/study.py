@@ -494,7 +494,10 @@ def _check_accepted(study: Study, path: Path) -> None:
 
 
 def _check_template(template: str, key: str, study: Study, path: Path) -> None:
-    """Every ``{name}`` in a template is known and bare, and the template fills for a run."""
+    """Every ``{name}`` in a template is known and bare, and the template fills for a run.
+    No NUL character: a program's arguments and variables cannot hold one."""
+    if "\0" in template:
+        raise ApmtError(f"{path}: field {key!r}: {template!r} holds a NUL character")
     words = _template_words(template, key, path) if key == "command" else [template]
     for word in words:
         _check_fields(word, template, key, study, path)
@@ -627,8 +630,9 @@ def _split_stdin(words: list[str]) -> tuple[list[str], str | None]:
 
 
 def app_command(study: Study, run: Run, run_dir: Path) -> str:
-    """The application's command line for one run, every word quoted: what the rank
-    script execs (a shell there reads nothing of the template as syntax)."""
+    """The application's command line for one run as one line, every word quoted (so it
+    reads as the words that run): for run.json and the dry run's note; the ranks exec
+    ``app_words`` as they are."""
     words, stdin = app_words(study, run, run_dir)
     return shlex.join(words) + ("" if stdin is None else f" < {shlex.quote(stdin)}")
 

@@ -1,9 +1,10 @@
 """The interface every counter backend implements.
 
-A backend measures each rank of a run: the runner writes a small shell wrapper per run that
-finds the rank (``OMPI_COMM_WORLD_RANK``, ``PMI_RANK`` or ``SLURM_PROCID``) into the shell
-variable ``$rank`` and then runs ``rank_prefix(run_dir)`` followed by the application's
-command, so that each rank writes its own files into the run folder. After the run,
+A backend measures each rank of a run: each rank starts through apmt's exec shim
+(``apmt.collect.rank_exec``), which finds the rank (``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``,
+``SLURM_PROCID`` or ``PMIX_RANK``), fills it in for ``{rank}`` in the words of
+``rank_prefix(run_dir)`` and execs those words followed by the application's, without a
+shell, so that each rank writes its own files into the run folder. After the run,
 ``parse(run_dir)`` reads them back as per-rank rows.
 """
 
@@ -24,8 +25,8 @@ class Backend(Protocol):
     def check(self) -> None:
         """Raise ApmtError (one line) if the tool or an event is not usable here."""
 
-    def rank_prefix(self, run_dir: Path) -> str:
-        """Shell words put before the application's command; may use ``$rank``."""
+    def rank_prefix(self, run_dir: Path) -> list[str]:
+        """Words put before the application's; ``{rank}`` in a word is the rank."""
 
     def parse(self, run_dir: Path) -> pd.DataFrame:
         """Rows of the measurements table without run columns: kernel, metric, rank, value."""

@@ -42,7 +42,6 @@ functions, known by glibc's source file names (``./string/...``, ``../sysdeps/un
 from __future__ import annotations
 
 import re
-import shlex
 import shutil
 import subprocess
 from collections import defaultdict
@@ -53,6 +52,7 @@ import pandas as pd
 
 from apmt.collect.backends.cpu import MEASURABLE_METRICS
 from apmt.collect.backends.perf import COLUMNS, LOADER, UNKNOWN
+from apmt.collect.rank_exec import RANK_WORD
 from apmt.errors import ApmtError
 from apmt.inputs import read_text
 from apmt.kernels import MPI_NAME, function_name
@@ -289,11 +289,12 @@ class Cachegrind:
         if shutil.which("valgrind") is None:
             raise ApmtError("cachegrind: valgrind is not installed (package valgrind)")
 
-    def rank_prefix(self, run_dir: Path) -> str:
-        out = f"{shlex.quote(str(run_dir))}/cachegrind.${{rank}}.out"
-        words = ["valgrind", "--tool=cachegrind", "-q", "--cache-sim=yes", "--branch-sim=yes",
-                 *(f"--{level}={self.caches[level].option()}" for level in LEVELS)]
-        return " ".join(words) + f" --cachegrind-out-file={out} --"
+    def rank_prefix(self, run_dir: Path) -> list[str]:
+        """valgrind's words before each rank's command; ``{rank}`` names its output."""
+        out = Path(run_dir) / f"cachegrind.{RANK_WORD}.out"
+        return ["valgrind", "--tool=cachegrind", "-q", "--cache-sim=yes", "--branch-sim=yes",
+                *(f"--{level}={self.caches[level].option()}" for level in LEVELS),
+                f"--cachegrind-out-file={out}", "--"]
 
     def parse(self, run_dir: Path) -> pd.DataFrame:
         rows = []

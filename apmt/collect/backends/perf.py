@@ -5,10 +5,12 @@ Where perf runs (``apmt.collect.launch.measurement_scope``): by default, when ev
 a descendant of ``mpirun``/``mpiexec`` on this host, one ``perf record`` runs around the
 launcher, follows all ranks (inherited events) and writes ``perf.<pass>.data``
 (``perf.clock.data``); its samples are split per rank by process afterwards, with the process
-id each rank's wrapper wrote (``rank.<rank>.pid``) and perf's task table (threads and child
-processes count for their rank; the launcher's own samples for none). Otherwise (srun, host
-lists, multi-node allocations, or ``APMT_PERF_SCOPE=rank``) each rank runs in its own
-``perf record`` writing ``perf.<pass>.<rank>.data``. Both give the same per-function, per-rank
+id each rank's start wrote (``rank.<rank>.pid``) and perf's task table (threads and child
+processes count for their rank; the launcher's own samples for none, nor those of a rank's
+process before it became the application: the launcher's fork and apmt's start, under their
+own command names). Otherwise (srun, host lists, multi-node allocations, or
+``APMT_PERF_SCOPE=rank``) each rank runs in its own ``perf record`` writing
+``perf.<pass>.<rank>.data``. Both give the same per-function, per-rank
 samples (each rank's events are its own, inherited or not); the single perf was made the
 default because perf's start-up and exit are a fixed cost per perf process that ranks wait
 for, and P perf processes compete with P ranks for P cores (at P=2 on 2 cores one perf per
@@ -37,7 +39,6 @@ numbers can be read again without perf or the binaries.
 from __future__ import annotations
 
 import re
-import shlex
 import shutil
 import subprocess
 from collections import defaultdict
@@ -50,6 +51,7 @@ import pandas as pd
 
 from apmt.collect.backends import cpu as cpumod
 from apmt.collect.launch import SCOPE_VARIABLE, rank_pids
+from apmt.collect.rank_exec import RANK_WORD
 from apmt.errors import ApmtError
 from apmt.inputs import MAX_VALUE, read_text
 from apmt.kernels import MPI_LIBRARY, MPI_NAME, SYSTEM_LIBRARY, function_name
@@ -63,12 +65,14 @@ _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 _SECTION = re.compile(r"^#\s*Samples:\s*(\S+)\s+of event '(.*)'\s*$")
 _EVENT_COUNT = re.compile(r"^#\s*Event count \(approx\.\):\s*([0-9]+)")
 _TASK = re.compile(r"^-?[0-9]+:")
-_TASK_LINE = re.compile(r"^\s*(-?[0-9]+)\s+(-?[0-9]+)\s+(-?[0-9]+)\s+\|")
+_TASK_LINE = re.compile(r"^\s*(-?[0-9]+)\s+(-?[0-9]+)\s+(-?[0-9]+)\s+\|(.*)$")
+_COMMAND_COLUMN = re.compile(r"Pid:Command\s*;\s*Command\s*;")
 _COUNT = re.compile(r"[0-9]+")
 _PERIOD = re.compile(r"[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?")
 REPORT_FIELDS = "sample,period,dso,sym"
-TASK_REPORT_FIELDS = "sample,period,pid,dso,sym"
+TASK_REPORT_FIELDS = "sample,period,pid,comm,dso,sym"
 COLUMNS = ["kernel", "metric", "rank", "value"]
+Task = tuple[int, str | None]    # a thread id, and its command name at a sample (or None)
 
 
 # ---------------------------------------------------------------- kernel names
@@ -136,28 +140,32 @@ def parse_report(text: str, source: str = "perf report") -> dict[str, EventSecti
             for event, tasks in by_task.items()}
 
 
-def parse_task_report(text: str, source: str = "perf report") -> dict[int, dict[str, EventSection]]:
-    """Parse ``perf report ... -F sample,period,pid,dso,sym`` (the pid column is perf's
-    ``tid:comm``) into sections per thread id and event; the rows of all threads together
-    are checked against each event's ``Event count`` header."""
+def parse_task_report(text: str, source: str = "perf report"
+                      ) -> dict[Task, dict[str, EventSection]]:
+    """Parse ``perf report ... -F sample,period,pid,comm,dso,sym`` (the pid column is perf's
+    ``tid:comm``, with the name the thread ended with; the comm column the name it had at
+    the sample) into sections per (thread id, comm at the sample) and event; the rows of all
+    threads together are checked against each event's ``Event count`` header. A report
+    without the comm column (kept from an earlier apmt) has None for it."""
     by_task, _ = _parse_rows(text, source, with_task=True)
-    out: dict[int, dict[str, EventSection]] = defaultdict(dict)
+    out: dict[Task, dict[str, EventSection]] = defaultdict(dict)
     for event, tasks in by_task.items():
-        for tid, section in tasks.items():
-            out[int(tid or 0)][event] = section
+        for task, section in tasks.items():
+            out[task or (0, None)][event] = section
     return dict(out)
 
 
 def _parse_rows(text: str, source: str, with_task: bool
-                ) -> tuple[dict[str, dict[int | None, EventSection]], dict[str, float]]:
+                ) -> tuple[dict[str, dict[Task | None, EventSection]], dict[str, float]]:
     """Rows of a text report by event and thread (None without a pid column), and the
     events' header totals, checked against the rows."""
-    sections: dict[str, dict[int | None, EventSection]] = {}
+    sections: dict[str, dict[Task | None, EventSection]] = {}
     totals: dict[str, float] = {}
     event: str | None = None
     width = 5 if with_task else 4
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("#"):
+            width = 6 if with_task and _COMMAND_COLUMN.search(line) else width
             event = _header_line(line, event, sections, totals)
             continue
         if not line.strip():
@@ -166,14 +174,15 @@ def _parse_rows(text: str, source: str, with_task: bool
         if len(fields) != width or not _COUNT.fullmatch(fields[0]) \
                 or not _PERIOD.fullmatch(fields[1]) or float(fields[1]) > MAX_VALUE \
                 or (with_task and not _TASK.match(fields[2])):
-            shape = "samples;period;tid:comm;dso;symbol" if with_task \
-                else "samples;period;dso;symbol"
+            shape = ("samples;period;tid:comm;" + "comm;" * (width == 6) + "dso;symbol") \
+                if with_task else "samples;period;dso;symbol"
             raise ApmtError(f"{source}: line {number}: not a '{shape}' row: "
                             f"{line.strip()[:80]!r}")
         if event is None:                        # a report without headers: one event
             event = ""
             sections.setdefault(event, {})
-        task = int(fields[2].split(":", 1)[0]) if with_task else None
+        task = (int(fields[2].split(":", 1)[0]), fields[3] if width == 6 else None) \
+            if with_task else None
         section = sections[event].setdefault(task, EventSection(event, total=totals.get(event)))
         section.add(kernel_name(fields[-2], fields[-1]), int(fields[0]), float(fields[1]))
     for name, total in totals.items():
@@ -234,13 +243,14 @@ def _perf_text(data: Path, suffix: str, words: list[str]) -> str:
     return done.stdout
 
 
-def parse_tasks(text: str, source: str) -> dict[int, tuple[int, int]]:
-    """``perf report --tasks`` as thread id -> (process id, parent's process id)."""
+def parse_tasks(text: str, source: str) -> dict[int, tuple[int, int, str]]:
+    """``perf report --tasks`` as thread id -> (process id, parent's process id, the
+    command name the thread ended with)."""
     tasks = {}
     for line in text.splitlines():
         match = _TASK_LINE.match(line)
         if match:
-            tasks[int(match[2])] = (int(match[1]), int(match[3]))
+            tasks[int(match[2])] = (int(match[1]), int(match[3]), match[4].strip())
         elif line.strip() and not line.startswith("#"):
             raise ApmtError(f"{source}: not a 'pid tid ppid |comm' line: {line.strip()[:80]!r}")
     return tasks
@@ -281,16 +291,17 @@ def rank_sections(run_dir: Path, stem: str) -> dict[int, dict[str, EventSection]
 
 def split_by_rank(data: Path, pids: Mapping[int, int]) -> dict[int, dict[str, EventSection]]:
     """The samples of one perf around the launcher, per rank: a thread belongs to the rank
-    whose process (the wrapper's ``$$``, which execs the application) is its process or an
+    whose process (the rank start's, which execs the application) is its process or an
     ancestor of it. The launcher's own samples belong to no rank and are left out, as a perf
-    per rank never sees them. A rank without a sample was not followed: an error."""
+    per rank never sees them; so are those of a rank's process before it became the
+    application (``_before_exec``). A rank without a sample was not followed: an error."""
     by_task = parse_task_report(report_text(data, TASK_REPORT_FIELDS), str(data))
     tasks = parse_tasks(tasks_text(data), str(data.with_suffix(".tasks.txt")))
     rank_of = {pid: rank for rank, pid in pids.items()}
     out: dict[int, dict[str, EventSection]] = {rank: {} for rank in sorted(pids)}
-    for tid, sections in by_task.items():
+    for (tid, comm), sections in by_task.items():
         rank = _rank_of_task(tid, tasks, rank_of)
-        if rank is None:
+        if rank is None or _before_exec(tid, comm, tasks, rank_of):
             continue
         for event, section in sections.items():
             out[rank].setdefault(event, EventSection(event)).merge(section)
@@ -302,10 +313,19 @@ def split_by_rank(data: Path, pids: Mapping[int, int]) -> dict[int, dict[str, Ev
     return out
 
 
-def _rank_of_task(tid: int, tasks: Mapping[int, tuple[int, int]],
+def _before_exec(tid: int, comm: str | None, tasks: Mapping[int, tuple[int, int, str]],
+                 rank_of: Mapping[int, int]) -> bool:
+    """A sample of a rank's own thread under another command name than the one it ended
+    with: taken before it exec'd the application (in the launcher's fork, or in apmt's
+    start, ``rank_exec``: Python's start-up, some 10 ms a rank), which a perf per rank,
+    started by that exec, never sees."""
+    return comm is not None and tid in rank_of and tid in tasks and comm != tasks[tid][2]
+
+
+def _rank_of_task(tid: int, tasks: Mapping[int, tuple[int, int, str]],
                   rank_of: Mapping[int, int]) -> int | None:
     """The rank a thread works for: its process's, or the nearest ancestor process's."""
-    pid = tasks.get(tid, (tid, -1))[0]
+    pid = tasks.get(tid, (tid, -1, ""))[0]
     seen = set()
     while pid not in rank_of:
         if pid in seen or pid not in tasks:
@@ -367,10 +387,10 @@ def _runs(command: list[str]) -> bool:
         return False
 
 
-def _record_prefix(run_dir: Path, stem: str, options: list[str]) -> str:
-    """``perf record`` words for the rank wrapper; the output path expands ``$rank``."""
-    out = f"{shlex.quote(str(run_dir))}/{stem}.${{rank}}.data"
-    return shlex.join(_record_words(options)) + f" -o {out} --"
+def _record_prefix(run_dir: Path, stem: str, options: list[str]) -> list[str]:
+    """``perf record`` words before each rank's command; ``{rank}`` in the output file is
+    the rank (filled by the rank's start, ``apmt.collect.rank_exec``)."""
+    return [*_record_words(options), "-o", str(run_dir / f"{stem}.{RANK_WORD}.data"), "--"]
 
 
 def _launch_prefix(run_dir: Path, stem: str, options: list[str]) -> list[str]:
@@ -410,7 +430,7 @@ class PerfClock:
     def options(self) -> list[str]:
         return ["-e", self.event(), "-F", str(self.frequency)]
 
-    def rank_prefix(self, run_dir: Path) -> str:
+    def rank_prefix(self, run_dir: Path) -> list[str]:
         return _record_prefix(Path(run_dir), "perf.clock", self.options())
 
     def launch_prefix(self, run_dir: Path) -> list[str]:
@@ -487,7 +507,7 @@ class PerfEvents:
             options += ["-c", str(self.period)]
         return options
 
-    def rank_prefix(self, run_dir: Path) -> str:
+    def rank_prefix(self, run_dir: Path) -> list[str]:
         return _record_prefix(Path(run_dir), self.stem(), self.options())
 
     def launch_prefix(self, run_dir: Path) -> list[str]:
