@@ -388,12 +388,14 @@ def designs(hypotheses: list[Hypothesis], values: dict[str, np.ndarray]) -> np.n
 
 @dataclass(frozen=True)
 class Fold:
-    """One cross-validation fold: fit without ``deleted``, score the error at ``scored``."""
+    """One cross-validation fold: fit without ``deleted``, score the error at ``scored``
+    (``kept``: which of the deleted rows are scored)."""
 
     deleted: np.ndarray
     scored: np.ndarray
     weight: float
     label: str = ""     # "leave P" or "forward P": the same fold in every series of a table
+    kept: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
 
 def folds_for(primary_values: np.ndarray) -> list[Fold]:
@@ -405,25 +407,33 @@ def folds_for(primary_values: np.ndarray) -> list[Fold]:
     """
     levels = np.unique(primary_values)
     at = [np.flatnonzero(primary_values == level) for level in levels]
-    folds = [Fold(rows, rows, 2.0 if i == len(at) - 1 else 1.0, f"leave {levels[i]:g}")
+    folds = [(rows, rows, 2.0 if i == len(at) - 1 else 1.0, f"leave {levels[i]:g}")
              for i, rows in enumerate(at)]
-    folds += [Fold(np.flatnonzero(primary_values >= levels[i]), at[i], FORWARD_WEIGHT,
-                   f"forward {levels[i]:g}") for i in range(2, len(at))]
-    return folds
+    folds += [(np.flatnonzero(primary_values >= levels[i]), at[i], FORWARD_WEIGHT,
+               f"forward {levels[i]:g}") for i in range(2, len(at))]
+    return [Fold(deleted, scored, weight, label, np.isin(deleted, scored))
+            for deleted, scored, weight, label in folds]
 
 
 @dataclass
 class _Batch:
-    """Batched least-squares results of hypotheses sharing one form and coefficient count."""
+    """Least-squares results of one series' hypotheses sharing one form and coefficient
+    count."""
 
     hypotheses: list[Hypothesis]
     coefficients: np.ndarray      # (H, k)
     inverse_gram: np.ndarray      # (H, k, k)
     fold_errors: np.ndarray       # (H, F): mean |ln(prediction / observation)| per fold
+    fold_signed: np.ndarray       # (H, F): mean ln(prediction / observation), NaN if unknown
     fitted: np.ndarray            # (H, n)
-    extended_design: np.ndarray   # (H, m, k): the designs where users will extrapolate
+    shape_ok: np.ndarray          # (H,): positive, finite, sane exponents up to 100x
     family: _Family | None = None  # an estimated shape's family (one hypothesis per batch)
     exponents: np.ndarray | None = None  # and its exponents as estimated
+
+    @property
+    def sane(self) -> np.ndarray:
+        """Plausible hypotheses: a sane shape that some fold can predict."""
+        return self.shape_ok & (self.fold_errors < CAPPED_LOG_ERROR).any(axis=1)
 
 
 def _held_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
@@ -433,39 +443,69 @@ def _held_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
     For least squares, deleting rows D changes their residuals to (I - H_DD)^-1 r_D, with H
     the hat matrix; a singular I - H_DD means the rest cannot determine the fit: NaN.
     """
-    block = weighted[:, fold.deleted, :]                                    # (H, d, k)
+    block = weighted[:, fold.deleted, :]                                    # (B, d, k)
     if len(fold.deleted) == 1:
         leverage = np.einsum("hik,hkl,hil->hi", block, inverse_gram, block)[:, 0]
         singular = leverage > 1.0 - 1e-9
         result = residual[:, fold.deleted[0]] / np.where(singular, 1.0, 1.0 - leverage)
         return np.where(singular, np.nan, result)[:, None]
-    hat = np.einsum("hik,hkl,hjl->hij", block, inverse_gram, block)        # (H, d, d)
+    hat = np.einsum("hik,hkl,hjl->hij", block, inverse_gram, block)        # (B, d, d)
     system = np.eye(len(fold.deleted))[None] - hat
     singular = np.abs(np.linalg.det(system)) < 1e-9
     system[singular] = np.eye(len(fold.deleted))
     solved = np.linalg.solve(system, residual[:, fold.deleted, None])[..., 0]
     solved[singular] = np.nan
-    return solved[:, np.isin(fold.deleted, fold.scored)]
+    return solved[:, fold.kept]
 
 
-def _fit_batch(hypotheses: list[Hypothesis], design: np.ndarray, extended: np.ndarray,
-               y: np.ndarray, folds: list[Fold]) -> _Batch:
-    loglinear = hypotheses[0].form == "loglinear"
+def _fit_group(hypotheses: list[list[Hypothesis]], design: np.ndarray, extended: np.ndarray,
+               y: np.ndarray, folds: list[Fold]) -> list[_Batch]:
+    """Fit hypotheses of one form and size to S series at once: ``hypotheses[s]`` are series
+    s's (the same list for all, or one estimated shape each), ``design`` (S or 1, H, n, k) their
+    designs at the points and ``extended`` (S or 1, H, m, k) where users extrapolate, ``y``
+    (S, n) the series. One batched least squares (QR of the column-scaled, 1/y-weighted
+    designs) for all, and every fold's held-out errors in closed form."""
+    loglinear = hypotheses[0][0].form == "loglinear"
+    series, n = y.shape
+    design = np.broadcast_to(design, (series, *design.shape[1:]))
+    count, k = design.shape[1], design.shape[3]
     if loglinear:
-        weighted, target = design, np.broadcast_to(np.log(y), design.shape[:2])
+        weighted = design.reshape(-1, n, k)
+        target = np.broadcast_to(np.log(y)[:, None, :], (series, count, n)).reshape(-1, n)
     else:
         # relative errors: each point weighs 1/y, as timing noise is multiplicative
-        weighted, target = design / y[None, :, None], np.ones(design.shape[:2])
+        weighted = (design / y[:, None, :, None]).reshape(-1, n, k)
+        target = np.ones((series * count, n))
     with np.errstate(all="ignore"):
         coefficients, inverse_gram = _least_squares(weighted, target)
-        residual = target - np.einsum("hnk,hk->hn", weighted, coefficients)
-        errors = np.stack([_log_errors(_held_out_residuals(weighted, inverse_gram, residual,
-                                                           fold), loglinear).mean(axis=1)
-                           for fold in folds], axis=1)
-        fitted = np.exp(np.log(y) - residual) if loglinear else y * (1.0 - residual)
+        residual = target - np.einsum("bnk,bk->bn", weighted, coefficients)
+        held = [_held_out_residuals(weighted, inverse_gram, residual, fold) for fold in folds]
+        signed = np.stack([(-h if loglinear else np.log(1.0 - h)).mean(axis=1) for h in held],
+                          axis=1)
+        errors = np.stack([_log_errors(h, loglinear).mean(axis=1) for h in held], axis=1)
+        fitted = np.exp(np.log(y)[:, None, :] - residual.reshape(series, count, n)) \
+            if loglinear else y[:, None, :] * (1.0 - residual.reshape(series, count, n))
+        shape_ok = _shape_ok(np.broadcast_to(extended, (series, *extended.shape[1:]))
+                             .reshape(-1, *extended.shape[2:]), coefficients, loglinear)
     errors = _impute_undetermined(errors)
     errors[~np.isfinite(coefficients).all(axis=1)] = CAPPED_LOG_ERROR
-    return _Batch(hypotheses, coefficients, inverse_gram, errors, fitted, extended)
+    signed = np.where(np.isfinite(signed), np.clip(signed, -CAPPED_LOG_ERROR, CAPPED_LOG_ERROR),
+                      np.nan)
+    split = [a.reshape(series, count, *a.shape[1:]) for a in
+             (coefficients, inverse_gram, errors, signed, shape_ok)]
+    return [_Batch(hypotheses[s] if len(hypotheses) > 1 else hypotheses[0],
+                   *(a[s] for a in split[:4]), fitted[s], split[4][s])
+            for s in range(series)]
+
+
+def _shape_ok(extended: np.ndarray, coefficients: np.ndarray, loglinear: bool) -> np.ndarray:
+    """Hypotheses that stay positive and finite, with sane exponents, up to 100x the
+    training range (``extended``: (B, m, k) designs there)."""
+    linear = np.einsum("bmk,bk->bm", extended, coefficients)
+    ok = np.isfinite(linear).all(axis=1)
+    if loglinear:
+        return ok & (np.abs(coefficients[:, 1:]) <= MAX_LOG_EXPONENT).all(axis=1)
+    return ok & (linear > 0).all(axis=1)
 
 
 def _least_squares(weighted: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -473,7 +513,7 @@ def _least_squares(weighted: np.ndarray, target: np.ndarray) -> tuple[np.ndarray
     (which square the condition number: p^2 log^2 p beside a constant spans 10 decades).
     Returns the coefficients and (X'X)^-1, both in the unscaled columns; a design whose columns
     are dependent gets NaN coefficients (no fit), not a pseudo-inverse's arbitrary one."""
-    scale = np.linalg.norm(weighted, axis=1)                                  # (H, k)
+    scale = np.linalg.norm(weighted, axis=1)                                  # (B, k)
     scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
     q, r = np.linalg.qr(np.nan_to_num(weighted / scale[:, None, :]))
     diagonal = np.abs(np.diagonal(r, axis1=1, axis2=2))
@@ -513,7 +553,21 @@ def _impute_undetermined(errors: np.ndarray) -> np.ndarray:
 def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
                variables: tuple[str, ...] | None = None, primary: str = "p",
                preferred: Callable[[Hypothesis], bool] | None = None) -> SeriesFit:
-    """Fit one series given per-point means ``y`` (positive) at ``values`` (``p`` and params).
+    """Fit one series given per-point means ``y`` (positive) at ``values`` (``p`` and params);
+    see fit_many. Raises NoPlausibleFit when no shape of the family describes it."""
+    [fit] = fit_many(values, np.asarray(y, float)[None, :], variables, primary, preferred)
+    if isinstance(fit, NoPlausibleFit):
+        raise fit
+    return fit
+
+
+def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
+             variables: tuple[str, ...] | None = None, primary: str = "p",
+             preferred: Callable[[Hypothesis], bool] | None = None
+             ) -> list[SeriesFit | NoPlausibleFit]:
+    """Fit S series measured at the same points: ``y`` (S, n) holds their per-point means
+    (positive) at ``values`` (``p`` and params), fitted together (the batched least squares
+    and closed-form folds serve all of them) and chosen each on its own.
 
     ``variables`` are the independent variables to try (the primary one first, then
     parameters and per-rank amounts such as ``size/p``); by default the keys of ``values``.
@@ -529,25 +583,47 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
     erred by 19% at P = 4..32, where the power law erred by 1.8%). The series is then the
     power law in its variables (apmt.baselines.powerlaw's shape), or a shape theory prefers.
     """
+    y = np.atleast_2d(np.asarray(y, float))
     variables = variables or tuple(values)
-    preferred = preferred or (lambda _: False)
+    preferred = preferred or _nothing_preferred
     scales = tuple(float(np.max(variable_values(v, values))) for v in variables)
-    hypotheses = candidate_hypotheses(variables, scales, len(y))
+    hypotheses = candidate_hypotheses(variables, scales, y.shape[1])
     folds = folds_for(values[primary])
     shaped = len(np.unique(values[primary])) >= SHAPE_LEVELS
     if not shaped:
-        hypotheses = (power_law(variables, values),
-                      *(h for h in hypotheses if preferred(h)))
-    batches = [_fit_batch(group, design, extended, y, folds)
-               for group, design, extended in _design_groups(hypotheses, values, primary)]
-    weights = np.array([fold.weight for fold in folds])
+        hypotheses = (power_law(variables, values), *(h for h in hypotheses if preferred(h)))
+    batches: list[list[_Batch]] = [[] for _ in y]
+    for group, design, extended in _design_groups(hypotheses, values, primary):
+        for found, batch in zip(batches, _fit_group([group], design[None], extended[None], y,
+                                                    folds), strict=True):
+            found.append(batch)
     if shaped and len(variables) > 1 and primary in variables:
-        pairs = pair_hypotheses(_best_terms(values, y, variables), primary, len(y))
-        batches += [_fit_batch(group, design, extended, y, folds) for group, design, extended
-                    in _design_groups(tuple(pairs), values, primary) if group]
+        for found, series in zip(batches, y, strict=True):
+            pairs = pair_hypotheses(_best_terms(values, series, variables), primary, len(series))
+            found += [_fit_group([group], design[None], extended[None], series[None], folds)[0]
+                      for group, design, extended in _design_groups(tuple(pairs), values, primary)
+                      if group]
     if shaped:
-        batches += _estimated_batches(values, y, variables, primary, folds)
-    (b, i), *others = _rank(batches, weights, preferred)
+        for found, estimated in zip(batches, _estimated_batches(values, y, variables, primary,
+                                                                folds), strict=True):
+            found += estimated
+    return [_chosen(found, series, values, folds, primary, preferred)
+            for found, series in zip(batches, y, strict=True)]
+
+
+def _nothing_preferred(_: Hypothesis) -> bool:
+    return False
+
+
+def _chosen(batches: list[_Batch], y: np.ndarray, values: dict[str, np.ndarray],
+            folds: list[Fold], primary: str, preferred: Callable[[Hypothesis], bool]
+            ) -> SeriesFit | NoPlausibleFit:
+    """One series' function (the one-standard-error rule), with its plausible alternatives."""
+    weights = np.array([fold.weight for fold in folds])
+    try:
+        (b, i), *others = _rank(batches, weights, preferred)
+    except NoPlausibleFit as error:
+        return error
     batches[b] = _refined(batches[b], values, y, primary, folds)
     alternatives = [(batches[ob].hypotheses[oi], batches[ob].coefficients[oi])
                     for ob, oi in others[:ALTERNATIVES]]
@@ -558,13 +634,19 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
 
 @dataclass(frozen=True)
 class _Family:
-    """Shapes whose exponents are estimated (apmt.varpro): the candidates' grid (C, m), the
-    free terms' columns at given rows for given exponents, and the hypothesis they make."""
+    """Shapes whose exponents are estimated (apmt.varpro): the candidates' axes (their grid is
+    the product), the free terms' columns at given rows for given exponents, and the
+    hypothesis they make."""
 
-    grid: np.ndarray
+    axes: tuple[np.ndarray, ...]
     columns: varpro.Columns
     hypothesis: Callable[[np.ndarray], Hypothesis]
     bounds: list[tuple[float, float]]
+
+    @property
+    def size(self) -> int:
+        """Coefficients of its hypotheses, exponents included."""
+        return self.hypothesis(np.array([axis[0] for axis in self.axes])).n_coefficients
 
 
 def _families(values: dict[str, np.ndarray], variables: tuple[str, ...]) -> list[_Family]:
@@ -572,25 +654,25 @@ def _families(values: dict[str, np.ndarray], variables: tuple[str, ...]) -> list
     d + a*log2(P)^b*P^c, and d + a*x^c + e*w^f with each other plain variable w."""
     first = variables[0]
     x = variable_values(first, values)
-    found = [_Family(varpro.EXPONENTS[:, None],
+    found = [_Family((varpro.EXPONENTS,),
                      lambda e, rows: (x[rows][None, :] ** e[:, :1])[..., None],
                      lambda e: Hypothesis("linear", ((Term(first, "power", e[0]),),), 1),
                      [(-3.0, 3.0)])]
     if first == "p" and np.all(x >= 1):
-        grid = np.array([(c, b) for c in varpro.EXPONENTS for b in varpro.LOG_EXPONENTS[1:]])
         found.append(_Family(
-            grid, lambda e, rows: (x[rows][None, :] ** e[:, :1]
-                                   * np.log2(x[rows])[None, :] ** e[:, 1:2])[..., None],
+            (varpro.EXPONENTS, varpro.LOG_EXPONENTS[1:]),
+            lambda e, rows: (x[rows][None, :] ** e[:, :1]
+                             * np.log2(x[rows])[None, :] ** e[:, 1:2])[..., None],
             lambda e: Hypothesis("linear", ((Term("p", "power", e[0], e[1]),),), 2),
             [(-3.0, 3.0), (0.0, 3.0)]))
     for other in variables[1:]:
         if other.endswith(PER_RANK_SUFFIX) or np.ptp(variable_values(other, values)) == 0:
             continue
         w = variable_values(other, values)
-        grid = np.array([(c, f) for c in varpro.SUM_EXPONENTS for f in varpro.SUM_EXPONENTS])
         found.append(_Family(
-            grid, lambda e, rows, w=w: np.stack([x[rows][None, :] ** e[:, :1],
-                                                 w[rows][None, :] ** e[:, 1:2]], axis=2),
+            (varpro.SUM_EXPONENTS, varpro.SUM_EXPONENTS),
+            lambda e, rows, w=w: np.stack([x[rows][None, :] ** e[:, :1],
+                                           w[rows][None, :] ** e[:, 1:2]], axis=2),
             lambda e, other=other: Hypothesis("linear", ((Term(first, "power", e[0]),),
                                                          (Term(other, "power", e[1]),)), 2),
             [(-3.0, 3.0), (-3.0, 3.0)]))
@@ -599,33 +681,30 @@ def _families(values: dict[str, np.ndarray], variables: tuple[str, ...]) -> list
 
 def _estimated_batches(values: dict[str, np.ndarray], y: np.ndarray,
                        variables: tuple[str, ...], primary: str,
-                       folds: list[Fold]) -> list[_Batch]:
-    """The estimated shapes as batches of one: exponents estimated on all points (grid, then
-    scipy) for the fit and its intervals, and again in every fold for its cross-validated
-    error, so the freedom of the exponents is paid for as the others' coefficients are."""
-    everything = np.arange(len(y))
+                       folds: list[Fold]) -> list[list[_Batch]]:
+    """Per series (rows of ``y``), the estimated shapes as batches of one: exponents
+    estimated on all points (grid, then scipy once chosen) for the fit and its intervals, and
+    again in every fold for its cross-validated error, so the freedom of the exponents is paid
+    for as the others' coefficients are."""
+    found: list[list[_Batch]] = [[] for _ in y]
     extended = _extended_values(values, primary)
-    batches = []
     for family in _families(values, variables):
-        needed = family.hypothesis(family.grid[0]).n_coefficients
-        if needed >= len(np.unique(values[primary])):
+        if family.size >= len(np.unique(values[primary])):
             continue
-        exponents = varpro.grid_estimate(family.grid, family.columns, y, everything)
-        if exponents is None:
+        exponents = varpro.grid_estimates(family.axes, family.columns, y, np.arange(y.shape[1]))
+        estimated = np.flatnonzero(np.isfinite(exponents).all(axis=1))
+        if not len(estimated):
             continue
-        batch = _single_batch(family.hypothesis(np.round(exponents, 3)), values, extended, y,
-                              folds)
-        errors = np.array([[_refitted_error(family, y, fold, needed) for fold in folds]])
-        batch.fold_errors = _impute_undetermined(errors)
-        batch.family, batch.exponents = family, exponents
-        batches.append(batch)
-    return batches
-
-
-def _single_batch(hypothesis: Hypothesis, values: dict[str, np.ndarray],
-                  extended: dict[str, np.ndarray], y: np.ndarray, folds: list[Fold]) -> _Batch:
-    return _fit_batch([hypothesis], designs([hypothesis], values),
-                      designs([hypothesis], extended), y, folds)
+        shapes = [[family.hypothesis(np.round(exponents[s], 3))] for s in estimated]
+        batches = _fit_group(shapes, np.stack([designs(h, values) for h in shapes]),
+                             np.stack([designs(h, extended) for h in shapes]), y[estimated],
+                             folds)
+        errors = _refitted_errors(family, y[estimated], folds)
+        for row, (s, batch) in enumerate(zip(estimated, batches, strict=True)):
+            batch.fold_errors = errors[row:row + 1]
+            batch.family, batch.exponents = family, exponents[s]
+            found[s].append(batch)
+    return found
 
 
 def _refined(batch: _Batch, values: dict[str, np.ndarray], y: np.ndarray, primary: str,
@@ -637,31 +716,40 @@ def _refined(batch: _Batch, values: dict[str, np.ndarray], y: np.ndarray, primar
         return batch
     exponents = varpro.refined_estimate(batch.exponents, family.columns, y, np.arange(len(y)),
                                         family.bounds)
-    refined = _single_batch(family.hypothesis(np.round(exponents, 3)), values,
-                            _extended_values(values, primary), y, folds)
-    if not _sane(refined)[0]:
-        return batch
+    shape = [family.hypothesis(np.round(exponents, 3))]
+    [refined] = _fit_group([shape], designs(shape, values)[None],
+                           designs(shape, _extended_values(values, primary))[None], y[None],
+                           folds)
     refined.fold_errors, refined.family, refined.exponents = batch.fold_errors, family, exponents
-    return refined
+    return refined if refined.sane[0] else batch
 
 
-def _refitted_error(family: _Family, y: np.ndarray, fold: Fold, needed: int) -> float:
-    """One fold's error of an estimated shape: exponents and coefficients from the fold's
-    training points only; NaN when they cannot determine them."""
-    train = np.setdiff1d(np.arange(len(y)), fold.deleted)
-    if len(train) <= needed:
-        return np.nan
-    exponents = varpro.grid_estimate(family.grid, family.columns, y, train)
-    if exponents is None:
-        return np.nan
-    terms = family.columns(exponents[None, :], np.arange(len(y)))[0]
-    design = np.column_stack([np.ones(len(y)), terms])
-    coefficients = np.linalg.lstsq(design[train] / y[train, None], np.ones(len(train)),
-                                   rcond=None)[0]
-    predicted = design[fold.scored] @ coefficients
-    ratio = np.where(predicted > 0, predicted / y[fold.scored], np.nan)
-    errors = np.where(np.isfinite(ratio), np.abs(np.log(ratio)), CAPPED_LOG_ERROR)
-    return float(np.mean(np.minimum(errors, CAPPED_LOG_ERROR)))
+def _refitted_errors(family: _Family, y: np.ndarray, folds: list[Fold]) -> np.ndarray:
+    """Each fold's error of an estimated shape, per series (rows of ``y``): exponents and
+    coefficients from the fold's training points only; a fold whose points cannot determine
+    them takes the series' mean error over the others."""
+    everything = np.arange(y.shape[1])
+    errors = np.full((len(y), len(folds)), np.nan)
+    for f, fold in enumerate(folds):
+        train = np.setdiff1d(everything, fold.deleted)
+        if len(train) <= family.size:
+            continue
+        exponents = varpro.grid_estimates(family.axes, family.columns, y, train)
+        estimated = np.flatnonzero(np.isfinite(exponents).all(axis=1))
+        if not len(estimated):
+            continue
+        terms = family.columns(exponents[estimated], everything)           # (S', n, k - 1)
+        design = np.concatenate([np.ones((*terms.shape[:2], 1)), terms], axis=2)
+        part = y[estimated]
+        with np.errstate(all="ignore"):
+            coefficients, _ = _least_squares(design[:, train] / part[:, train, None],
+                                             np.ones((len(estimated), len(train))))
+            predicted = np.einsum("snk,sk->sn", design[:, fold.scored], coefficients)
+            ratio = predicted / part[:, fold.scored]
+            error = np.where(ratio > 0, np.abs(np.log(np.abs(ratio))), CAPPED_LOG_ERROR)
+        errors[estimated, f] = np.mean(np.minimum(np.nan_to_num(error, nan=CAPPED_LOG_ERROR),
+                                                  CAPPED_LOG_ERROR), axis=1)
+    return _impute_undetermined(errors)
 
 
 def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
@@ -686,8 +774,8 @@ def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
         for rows in slices or [np.arange(len(y))]:   # no slices: the variables move together
             part = {k: v[rows] for k, v in values.items()}
             folds = folds_for(part[variable])
-            batch = _fit_batch(hypotheses, designs(hypotheses, part), designs(hypotheses, part),
-                               y[rows], folds)
+            design = designs(hypotheses, part)[None]
+            [batch] = _fit_group([hypotheses], design, design, y[rows][None], folds)
             weights = np.array([fold.weight for fold in folds])
             total += batch.fold_errors @ weights / weights.sum()
         order = np.argsort(total, kind="stable")[:PAIR_TERMS]
@@ -708,7 +796,7 @@ def _rank(batches: list[_Batch], weights: np.ndarray,
     """
     fold_errors, where = [], []
     for b, batch in enumerate(batches):
-        sane = np.flatnonzero(_sane(batch))
+        sane = np.flatnonzero(batch.sane)
         fold_errors.append(batch.fold_errors[sane])
         where += [(b, i) for i in sane]
     if not where:
@@ -728,16 +816,6 @@ def _rank(batches: list[_Batch], weights: np.ndarray,
                 score[j])
 
     return [where[j] for j in sorted(np.flatnonzero(within), key=plainness)]
-
-
-def _sane(batch: _Batch) -> np.ndarray:
-    """Hypotheses that stay positive, and have sane exponents, up to 100x the training range."""
-    with np.errstate(all="ignore"):
-        linear = np.einsum("hnk,hk->hn", batch.extended_design, batch.coefficients)
-    ok = (batch.fold_errors < CAPPED_LOG_ERROR).any(axis=1) & np.isfinite(linear).all(axis=1)
-    if batch.hypotheses[0].form == "loglinear":
-        return ok & (np.abs(batch.coefficients[:, 1:]) <= MAX_LOG_EXPONENT).all(axis=1)
-    return ok & (linear > 0).all(axis=1)
 
 
 _DESIGN_CACHE: dict[tuple, list] = {}
@@ -794,28 +872,6 @@ def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.nd
         inverse_gram=batch.inverse_gram[index], sigma=sigma, dof=dof, r2=float(r2),
         adj_r2=float(adj_r2), loo_error=float(np.expm1(errors @ weights / weights.sum())),
         n_points=n, domain=domain, alternatives=alternatives,
-        fold_bias=_fold_bias(hypothesis, values, y, folds),
+        fold_bias={fold.label: float(value) for fold, value in
+                   zip(folds, batch.fold_signed[index], strict=True) if np.isfinite(value)},
     )
-
-
-def _fold_bias(hypothesis: Hypothesis, values: dict[str, np.ndarray], y: np.ndarray,
-               folds: list[Fold]) -> dict[str, float]:
-    """The chosen shape's signed out-of-sample error per fold, mean ln(prediction /
-    observation) at the fold's scored points (exponents as estimated on all points). Series
-    of one table share their folds, so these say whether their errors go together
-    (fit_table.error_correlation)."""
-    loglinear = hypothesis.form == "loglinear"
-    design = designs([hypothesis], values)
-    weighted, target = (design, np.log(y)[None]) if loglinear else \
-        (design / y[None, :, None], np.ones((1, len(y))))
-    bias = {}
-    with np.errstate(all="ignore"):
-        coefficients, inverse_gram = _least_squares(weighted, target)
-        residual = target - np.einsum("hnk,hk->hn", weighted, coefficients)
-        for fold in folds:
-            held = _held_out_residuals(weighted, inverse_gram, residual, fold)[0]
-            signed = -held if loglinear else np.log(1.0 - held)
-            if np.isfinite(signed).all():
-                bias[fold.label] = float(np.clip(signed.mean(), -CAPPED_LOG_ERROR,
-                                                 CAPPED_LOG_ERROR))
-    return bias

@@ -34,16 +34,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from apmt.fit import INTERVAL_LEVEL, Hypothesis, NoPlausibleFit, SeriesFit, fit_series, power_law
+from apmt import varpro
+from apmt.fit import INTERVAL_LEVEL, Hypothesis, SeriesFit, fit_many, power_law
 from apmt.series import UnfittableSeries, check_series, fit_plan
 
-CHUNK = 64          # series per task: large enough that process start-up does not dominate
+CHUNK = 64          # series fitted at once: large enough that numpy's per-call cost fades
 PARALLEL_FROM = 256  # below this many fits, one process is faster
 REGIME_GAIN = 0.7    # a later start must cut the median backtest error by 30% to be taken
 BACKTESTS = 256      # series backtested per table at most (evenly spread over its keys)
 MIN_REGIME_SERIES = 3  # a regime is a table's property: not judged from fewer series
 REGIME_FLOOR = 0.005   # median backtest errors below half a percent leave nothing to gain
-REGIME_CHANCE = 0.01   # the sign test's p-value a later start must stay below
+REGIME_CHANCE = 0.05   # the sign test's p-value a later start must stay below
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,6 @@ class SeriesData:
 
     def from_level(self, start: float) -> SeriesData:
         return self.where(self.values[self.primary] >= start)
-
-    def fit(self) -> SeriesFit:
-        return fit_series(self.values, self.y, self.variables, self.primary, self.preferred)
 
 
 @dataclass
@@ -160,23 +158,24 @@ def _sample(keys: list[tuple]) -> list[tuple]:
 
 def regime_start(data: dict[tuple, SeriesData]) -> dict:
     """Where the table's regime starts: the smallest value of the primary variable from which
-    the power law's backtests err least, pooled over the series (the median of their errors
+    the detector's backtests err least, pooled over the series (the median of their errors
     against the same series backtested from their first value), when that is clearly less
     (REGIME_GAIN), not already negligible (REGIME_FLOOR), and not chance: more series must err
-    less than a coin would make them (a one-sided sign test below REGIME_CHANCE; five noisy
-    series never suffice, a profile's hundreds of functions do). A start is judged on the
-    series with 4 values from it (3 to fit, the last to predict).
+    less than a coin would make them (a one-sided sign test below REGIME_CHANCE). A start is
+    judged on the series with 4 values from it (3 to fit, the last to predict).
 
-    The power law is the detector because it cannot bend to follow a kink: the family's
-    flexible shapes absorb one inside the measured range and carry it beyond (LAMMPS on two
-    cores: backtested from P = 1 or from P = 3, its functions err alike one step ahead, 0.56%
-    and 0.54%, but at P = 16 and 32 the fits from P = 1 err 2.6 times more). Scores per
-    start: the medians from the first value and from the start, and the test's p-value."""
+    The detector is the simplest shape that bends, d + a*x^c with c estimated (a power law in
+    the other parameters where a series has them): it follows a smooth curve (5 + 100/P)
+    from any start alike, but not a kink. The family's flexible shapes would absorb a kink
+    inside the measured range and carry it beyond (LAMMPS on two cores: backtested from P = 1
+    or from P = 3, its functions err alike one step ahead, 0.56% and 0.54%, but at P = 16 and
+    32 the fits from P = 1 err 2.6 times more). Scores per start: the medians from the first
+    value and from the start, and the test's p-value."""
     levels = np.unique(np.concatenate([s.levels for s in data.values()])) if data else []
     scores = {}
     for start in levels[1:]:
         judged = [s for s in data.values() if np.sum(s.levels >= start) >= 4]
-        pairs = np.array([(_backtest_error(s, None), _backtest_error(s.from_level(start), None))
+        pairs = np.array([(_bend_backtest(s), _bend_backtest(s.from_level(start)))
                           for s in judged]).reshape(-1, 2)
         pairs = pairs[np.isfinite(pairs).all(axis=1)]
         if len(pairs) < MIN_REGIME_SERIES:
@@ -195,11 +194,36 @@ def regime_start(data: dict[tuple, SeriesData]) -> dict:
     if later >= REGIME_GAIN * first or first < REGIME_FLOOR or chance >= REGIME_CHANCE:
         return result
     primary = next(iter(data.values())).primary
-    note = (f"the runs at {primary} < {best:g} follow another regime: the power law through "
-            f"each series' smaller values predicts its largest {primary} with a median error "
-            f"of {later:.2%} from {primary} >= {best:g} and {first:.2%} from all {primary}; "
-            f"the fits start at {primary} = {best:g} where a series has 4 values from there")
+    note = (f"the runs at {primary} < {best:g} follow another regime: d + a*{primary}^c "
+            f"through each series' smaller values predicts its largest {primary} with a median "
+            f"error of {later:.2%} from {primary} >= {best:g} and {first:.2%} from all "
+            f"{primary}; the fits start at {primary} = {best:g} where a series has 4 values "
+            "from there")
     return {**result, "start": best, "note": note}
+
+
+def _bend_backtest(series: SeriesData) -> float:
+    """The regime detector's backtest error of a series (as _backtest_error): d + a*x^c in
+    the primary variable x, c from apmt.varpro's grid; the power law where the series has
+    other varying parameters, or no exponent fits."""
+    x = series.values[series.primary]
+    others = [v for name, v in series.values.items() if name != series.primary]
+    train = np.flatnonzero(x < series.levels[-1])
+    if any(np.ptp(v) > 0 for v in others) or len(train) < 3:
+        return _backtest_error(series, None)
+    def columns(exponents: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return (x[rows][None, :] ** exponents[:, :1])[..., None]
+
+    [exponent] = varpro.grid_estimates((varpro.EXPONENTS,), columns, series.y[None], train)[0]
+    if not np.isfinite(exponent):
+        return _backtest_error(series, None)
+    design = np.column_stack([np.ones_like(x), x**exponent])
+    coefficients = np.linalg.lstsq(design[train] / series.y[train, None],
+                                   np.ones(len(train)), rcond=None)[0]
+    last = x == series.levels[-1]
+    with np.errstate(all="ignore"):
+        error = np.abs(np.log(design[last] @ coefficients / series.y[last]))
+    return float(np.mean(error)) if np.all(np.isfinite(error)) else float("nan")
 
 
 def _backtest_error(series: SeriesData, fit: SeriesFit | str | None) -> float:
@@ -258,8 +282,17 @@ def calibrate(fits: dict[tuple, SeriesFit], errors: dict[tuple, float],
 
 def _fit_many(work: list[tuple[tuple, SeriesData]], jobs: int | None
               ) -> list[tuple[tuple, SeriesFit | str]]:
+    """Fit every series of ``work``: those measured at the same points with the same
+    variables together (apmt.fit.fit_many batches them), in chunks, in parallel processes
+    when there are many."""
     jobs = jobs or len(os.sched_getaffinity(0))
-    chunks = [work[i:i + CHUNK] for i in range(0, len(work), CHUNK)]
+    groups: dict[tuple, list[tuple[tuple, SeriesData]]] = {}
+    for key, series in work:
+        signature = (series.variables, series.primary, series.preferred,
+                     *((name, values.tobytes()) for name, values in series.values.items()))
+        groups.setdefault(signature, []).append((key, series))
+    chunks = [members[i:i + CHUNK] for members in groups.values()
+              for i in range(0, len(members), CHUNK)]
     if jobs == 1 or len(work) < PARALLEL_FROM:
         results = list(map(_fit_chunk, chunks))
     else:
@@ -269,13 +302,12 @@ def _fit_many(work: list[tuple[tuple, SeriesData]], jobs: int | None
 
 
 def _fit_chunk(chunk: list[tuple[tuple, SeriesData]]) -> list[tuple[tuple, SeriesFit | str]]:
-    outcomes: list[tuple[tuple, SeriesFit | str]] = []
-    for key, series in chunk:
-        try:
-            outcomes.append((key, series.fit()))
-        except NoPlausibleFit as error:
-            outcomes.append((key, f"has no plausible fit ({error})"))
-    return outcomes
+    """Series measured at the same points, fitted at once."""
+    first = chunk[0][1]
+    fits = fit_many(first.values, np.array([series.y for _, series in chunk]),
+                    first.variables, first.primary, first.preferred)
+    return [(key, fit if isinstance(fit, SeriesFit) else f"has no plausible fit ({fit})")
+            for (key, _), fit in zip(chunk, fits, strict=True)]
 
 
 def error_correlation(biases: list[dict[str, float]], at_least: int = 3) -> tuple[float, int]:

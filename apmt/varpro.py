@@ -3,10 +3,10 @@
 RAT's ``d + a * log2(P)^b * P^c`` (paper 003), ``d + a * x^c`` and the sum over two variables
 ``d + a * x^c + e * w^f`` are linear in their coefficients once the exponents are fixed. So
 for each candidate exponent the best coefficients, and the relative error they leave, follow
-in closed form, all candidates at once; the exponents with the least error are the estimate,
-and scipy refines them between the candidates. The fit engine (apmt.fit) turns the estimate
-into a hypothesis that competes with the others under the same cross-validation, the
-exponents re-estimated in every fold so that their freedom is paid for.
+in closed form, all candidates and all series at once; the exponents with the least error
+are the estimate, and scipy refines them between the candidates. The fit engine (apmt.fit)
+turns the estimate into a hypothesis that competes with the others under the same
+cross-validation, the exponents re-estimated in every fold so that their freedom is paid for.
 """
 
 from __future__ import annotations
@@ -26,51 +26,60 @@ Columns = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def relative_sse(terms: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per candidate (terms: (C, n, k)), the least sum of squared relative errors of
-    y ~ const + terms @ coefficients, by modified Gram-Schmidt on the 1/y-weighted columns;
-    infinite where the columns are not finite or dependent."""
-    target = np.ones_like(y)
-    basis = [np.broadcast_to(1.0 / y, terms.shape[:2]) / np.sqrt(np.sum(1.0 / y**2))]
-    residual = target - basis[0] * (basis[0] @ target)[..., None]
-    bad = np.zeros(terms.shape[0], dtype=bool)
+    """Per series (y: (S, n)) and candidate (terms: (C, n, k)), the least sum of squared
+    relative errors of y ~ const + terms @ coefficients, by modified Gram-Schmidt on the
+    1/y-weighted columns: (S, C), infinite where the columns are not finite or dependent."""
+    inverse = 1.0 / y[:, None, :]                                            # (S, 1, n)
+    first = inverse / np.sqrt(np.sum(inverse**2, axis=2, keepdims=True))
+    residual = 1.0 - first * np.sum(first, axis=2, keepdims=True)            # (S, 1, n)
+    basis = [first]
+    bad = np.zeros((len(y), terms.shape[0]), dtype=bool)
     with np.errstate(all="ignore"):
         for j in range(terms.shape[2]):
-            column = terms[:, :, j] / y
+            weighted = terms[None, :, :, j] * inverse                        # (S, C, n)
+            column = weighted
             for q in basis:
-                column = column - q * np.sum(q * column, axis=1, keepdims=True)
-            norm = np.linalg.norm(column, axis=1)
-            scale = np.linalg.norm(terms[:, :, j] / y, axis=1)
+                column = column - q * np.sum(q * column, axis=2, keepdims=True)
+            norm = np.linalg.norm(column, axis=2)
+            scale = np.linalg.norm(weighted, axis=2)
             bad |= ~np.isfinite(norm) | (norm <= 1e-9 * np.maximum(scale, 1e-300))
-            q = column / np.where(bad, 1.0, norm)[:, None]
+            q = column / np.where(bad, 1.0, norm)[..., None]
             basis.append(q)
-            residual = residual - q * np.sum(q * residual, axis=1, keepdims=True)
-        sse = np.sum(residual**2, axis=1)
+            residual = residual - q * np.sum(q * residual, axis=2, keepdims=True)
+        sse = np.sum(residual**2, axis=2)
     return np.where(bad | ~np.isfinite(sse), np.inf, sse)
 
 
-def grid_estimate(grid: np.ndarray, columns: Columns, y: np.ndarray,
-                  rows: np.ndarray) -> np.ndarray | None:
-    """The exponents that fit y at these rows best: the best candidate of the grid, moved to
-    the vertex of the parabola through it and its neighbours along each exponent (between
-    the candidates, at no further cost); None if no candidate fits."""
-    sse = relative_sse(columns(grid, rows), y[rows])
-    best = int(np.argmin(sse))
-    if not np.isfinite(sse[best]):
-        return None
+def grid_estimates(axes: tuple[np.ndarray, ...], columns: Columns, y: np.ndarray,
+                   rows: np.ndarray) -> np.ndarray:
+    """Per series (y: (S, n)), the exponents that fit it at these rows best: the best
+    candidate of the grid (the product of ``axes``, evenly spaced), moved to the vertex of the
+    parabola through it and its neighbours along each axis (between the candidates, at no
+    further cost); (S, m), a row of NaN where no candidate fits."""
+    shape = tuple(len(axis) for axis in axes)
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(axes))
+    sse = relative_sse(columns(grid, rows), y[:, rows])                      # (S, C)
+    series = np.arange(len(y))
+    best = np.argmin(sse, axis=1)
+    centre = sse[series, best]
+    index = np.array(np.unravel_index(best, shape)).T                         # (S, m)
     estimate = grid[best].astype(float)
-    for axis in range(grid.shape[1]):
-        step = np.diff(np.unique(grid[:, axis]))
-        if not len(step):
+    for axis, size in enumerate(shape):
+        if size < 3:
             continue
-        neighbours = [np.flatnonzero(np.all(np.delete(grid, axis, 1) == np.delete(grid[best],
-                                                                               axis), axis=1)
-                                     & np.isclose(grid[:, axis], grid[best, axis] + sign
-                                                  * step[0])) for sign in (-1, 1)]
-        if all(len(n) for n in neighbours):
-            low, high = sse[neighbours[0][0]], sse[neighbours[1][0]]
-            curvature = low + high - 2 * sse[best]
-            if np.isfinite(curvature) and curvature > 0:
-                estimate[axis] += 0.5 * step[0] * (low - high) / curvature
+        inside = (index[:, axis] > 0) & (index[:, axis] < size - 1)
+        neighbours = []
+        for sign in (-1, 1):
+            moved = index.copy()
+            moved[:, axis] = np.clip(moved[:, axis] + sign, 0, size - 1)
+            neighbours.append(sse[series, np.ravel_multi_index(moved.T, shape)])
+        low, high = neighbours
+        with np.errstate(all="ignore"):
+            curvature = low + high - 2 * centre
+            shift = 0.5 * (axes[axis][1] - axes[axis][0]) * (low - high) / curvature
+        usable = inside & np.isfinite(curvature) & (curvature > 0) & np.isfinite(shift)
+        estimate[usable, axis] += shift[usable]
+    estimate[~np.isfinite(centre)] = np.nan
     return estimate
 
 
@@ -79,7 +88,7 @@ def refined_estimate(start: np.ndarray, columns: Columns, y: np.ndarray, rows: n
     """An estimate refined to the least relative error by scipy (bounded Nelder-Mead): done
     for a shape once it is chosen, as the candidates' estimates only need to compete."""
     def objective(exponents: np.ndarray) -> float:
-        value = relative_sse(columns(exponents[None, :], rows), y[rows])[0]
+        value = relative_sse(columns(exponents[None, :], rows), y[None, rows])[0, 0]
         return float(value) if np.isfinite(value) else 1e300
 
     result = optimize.minimize(objective, start, method="Nelder-Mead", bounds=bounds,
