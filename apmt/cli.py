@@ -835,12 +835,12 @@ def run_refine_round(args: argparse.Namespace) -> None:
     """Validate the round's model (fit without the held-out runs; with the lower-frequency
     solution when the model takes it) and plan the next round from the model of all its
     runs, where its intervals are widest."""
+    from apmt.collect.cpufreq import frequency_control
     from apmt.collect.study import load_study
     from apmt.evaluate import validate
     from apmt.model import build_model
     from apmt.refine import (
         apply_frequency_solution,
-        frequency_control,
         plan_round,
         runs_asked,
         with_frequency_outcome,

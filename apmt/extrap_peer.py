@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from apmt.errors import ApmtError
+from apmt.extrap_runner import MISSING_EXIT_CODE
 
 EXTRAP_PYTHON_ENV = "APMT_EXTRAP_PYTHON"
 EXTRAP_PYTHON_LINK = "extrap-python"
@@ -29,105 +31,10 @@ NOT_INSTALLED = "Extra-P is not installed (pip install extrap in its own environ
 # leave-one-out fit of a constant plus one term is underdetermined, so we do not ask it.
 MIN_DISTINCT_VALUES = 3
 MAX_AXES = 4  # Extra-P's text format takes at most four parameters
-MISSING_EXIT_CODE = 3
 SERIES_PER_FILE = 100  # small enough to spread over Extra-P worker processes, large to read fast
+# Extra-P's side, run under its interpreter (a copy beside the job's files)
+RUNNER = Path(__file__).with_name("extrap_runner.py")
 
-# Runs under Extra-P's interpreter: argv[1] is the job file written by _run_extrap.
-RUNNER = r'''
-import json
-import os
-import sys
-import warnings
-from concurrent.futures import ProcessPoolExecutor
-
-import numpy as np
-
-MISSING_EXIT_CODE = 3
-
-
-def load_extrap():
-    from extrap.entities.measurement import Measure
-    from extrap.fileio.file_reader.text_file_reader import TextFileReader
-    from extrap.modelers.model_generator import ModelGenerator
-    return Measure, TextFileReader, ModelGenerator
-
-
-def describe(model, parameters, targets):
-    function = model.hypothesis.function
-    with np.errstate(all="ignore"):
-        predicted = np.asarray(function.evaluate(targets), dtype=float)
-    predicted = np.broadcast_to(predicted, (targets.shape[1],))
-    return {"model": function.to_string(*parameters), "predicted": predicted.tolist()}
-
-
-def fit(experiment, generator):
-    # All series at once, as Extra-P does; one at a time only if that fails, to isolate errors.
-    try:
-        generator.model_all()
-        return {key: (model, None) for key, model in generator.models.items()}
-    except Exception:
-        pass
-    models = {}
-    for key, series in experiment.measurements.items():
-        try:
-            models[key] = (generator.modeler.model([series])[0], None)
-        except Exception as error:
-            models[key] = (None, f"Extra-P failed: {type(error).__name__}: {error}")
-    return models
-
-
-def model_file(task):
-    # Read with Extra-P's text reader; ModelGenerator picks the default modeler, as the CLI does.
-    path, targets = task
-    Measure, TextFileReader, ModelGenerator = load_extrap()
-    targets = np.array(targets, dtype=float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            experiment = TextFileReader().read_experiment(path)
-            generator = ModelGenerator(experiment, modeler="Default", use_measure=Measure.MEAN)
-            models = fit(experiment, generator)
-        except Exception as error:
-            return {"__error__": f"Extra-P failed: {type(error).__name__}: {error}"}
-        out = {}
-        for (callpath, metric), (model, error) in models.items():
-            name = callpath.name + "|" + metric.name
-            out[name] = ({"error": error} if model is None
-                         else describe(model, experiment.parameters, targets))
-        return out
-
-
-def worker_count(files):
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, files))
-
-
-def main():
-    with open(sys.argv[1]) as stream:
-        job = json.load(stream)
-    try:
-        load_extrap()
-    except ImportError as error:
-        sys.stderr.write(f"cannot import Extra-P: {error}\n")
-        return MISSING_EXIT_CODE
-    tasks = [(path, job["targets"]) for path in job["files"]]
-    workers = worker_count(len(tasks))
-    if workers == 1:
-        results = [model_file(task) for task in tasks]
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            results = list(pool.map(model_file, tasks))
-    with open(job["output"], "w") as stream:
-        json.dump(results, stream)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
 
 
 @dataclass
@@ -238,7 +145,7 @@ def _run_extrap(python: str, series: list[Series], points: np.ndarray,
                                    "targets": points.T.tolist(),
                                    "output": str(folder / "result.json")}))
         runner = folder / "runner.py"
-        runner.write_text(RUNNER)
+        shutil.copyfile(RUNNER, runner)
         _call(python, runner, job, folder)
         results = json.loads((folder / "result.json").read_text())
     out: dict[tuple[str, str], tuple[np.ndarray | None, str]] = {}

@@ -62,6 +62,8 @@ from apmt.trust import MAJOR_SHARE, MAX_FACTOR, UNSUPPORTED, judge, merged_domai
 MODEL_FORMAT = "apmt-model/1"
 MODELLED = ("key", "non-scalable", "runtime", "application", "nested")
 PARTS = ("comp_time", "mem_time", "comm_time", "others_time")
+PART_LABELS = {"comp_time": "computation", "mem_time": "memory (not overlapped)",
+               "comm_time": "communication", "others_time": "others"}
 CONTENTION_LIMIT = 1e-4
 UNACCOUNTED = "<unaccounted>"
 NO_TIME = ("no application time: the table has no time per kernel (nor cycles with a machine "
@@ -222,7 +224,7 @@ def _cpi(table: pd.DataFrame, kernels: set[str], params: list[str]) -> dict:
     per_run = ((wide["cycles"] - stalls) / wide["instructions"]).dropna()
     result = {}
     for kernel, values in per_run.groupby(level="kernel"):
-        if kernel in kernels or kernel == OTHERS:
+        if kernel in kernels:
             cpi = values.to_numpy(float)
             deviation = float(np.sum((cpi - cpi.mean()) ** 2) / (len(cpi) - 1)) if len(cpi) > 1 \
                 else float("nan")

@@ -18,22 +18,17 @@ as the paper counts "two more application profiling runs".
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import os
-import shutil
-import subprocess
-from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from apmt.collect.accepted import AcceptedP
+from apmt.collect.cpufreq import cpu_freq_option
 from apmt.errors import ApmtError
-from apmt.fit import SeriesFit
 from apmt.model import predicted_parts
-from apmt.series import fit_points, points
+from apmt.series import points
 from apmt.tables import TIME_METRIC
 
 BEYOND = 4.0                 # default candidates reach this factor beyond the largest P
@@ -41,10 +36,7 @@ LOWER_FREQUENCY_STEP = 2 / 3  # the paper's 3.0 -> 2.0 GHz: memory gets 1.5x fas
 BF_MEM_RANGE = (0.0, 1.5)    # a plausible non-overlapped share of memory time
 PART_METRICS = {None: TIME_METRIC, "computation": "computation_time",
                 "communication": "comm_time", "others": "others_time"}
-SYSFS_CPU = Path("/sys/devices/system/cpu")
-KHZ_PER_GHZ = 1e6
 TIE_DECIMALS = 4             # relative widths equal to 0.01 percentage points are ties
-PSEUDO_SHIFTS = (-1.0, 1.0)   # a pseudo-run lands this many residual sigmas off the fit
 FREQUENCY_INPUTS = ("instructions", "cycles", "l1_hits", "l2_hits", "llc_hits", "llc_misses")
 CACHE_LEVELS = {"l1_hits": "l1", "l2_hits": "l2", "llc_hits": "llc"}
 
@@ -91,31 +83,6 @@ def relative_width(bounds: tuple[np.ndarray, ...]) -> np.ndarray:
     predicted, lower, upper = (np.asarray(b, float) for b in bounds)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(predicted > 0, (upper - lower) / predicted, np.nan)
-
-
-def target_width_after(key: tuple, rows: pd.DataFrame, params: list[str], fit: SeriesFit,
-                       candidate: Mapping[str, np.ndarray], target: Mapping[str, np.ndarray],
-                       per_rank: frozenset[str] = frozenset()) -> float:
-    """The expected relative 90% interval at the target (its worst point) once a run is
-    added at the candidate points: the mean over that run landing one residual sigma above
-    and below the current fit's prediction.
-
-    Active learning's expected variance reduction with the fit engine's own refit and
-    intervals: a run helps where it narrows the prediction the user asked for, not where the
-    model is merely least certain (that is nearly always the farthest P). A noise-free
-    pseudo-run would favour points next to the measured ones, where it only shrinks the
-    cross-validated error. choose_p does not use it: benchmarks/refinement.py measured it
-    no better than fixed choices.
-    """
-    pseudo = pd.DataFrame({k: np.asarray(v, float) for k, v in candidate.items()})
-    predicted = fit.predict(dict(candidate))[0]
-    widths = []
-    for shift in PSEUDO_SHIFTS:
-        pseudo["value"] = predicted * np.exp(shift * fit.sigma)
-        refit = fit_points(key, pd.concat([rows, pseudo], ignore_index=True), params,
-                           "refinement", per_rank)
-        widths.append(np.nanmax(relative_width(refit.predict(dict(target)))))
-    return float(np.mean(widths))
 
 
 def part_bounds(model: dict, values: dict[str, np.ndarray],
@@ -318,72 +285,7 @@ def runs_asked(decisions: list[dict]) -> int:
     return sum(len(decision.get("runs", [])) for decision in decisions)
 
 
-# ------------------------------------------------------------------- frequency control
-
-def frequency_control(root: Path = SYSFS_CPU, environ: Mapping[str, str] | None = None,
-                      use_cpupower: bool = True) -> dict:
-    """Whether this machine can set the CPU frequency, how, and to what; why not if not.
-
-    Keys: can_set, method (slurm | cpupower | sysfs | None), frequencies_ghz (the driver's
-    list, empty when it gives a range only), min_ghz, max_ghz, current_ghz, driver,
-    governor, writable, cpupower (path or None), slurm_job, sysfs, reason.
-    """
-    environ = os.environ if environ is None else environ
-    cpufreq = root / "cpu0" / "cpufreq"
-    info = {"can_set": False, "method": None, "frequencies_ghz": [], "min_ghz": None,
-            "max_ghz": None, "current_ghz": None, "driver": None, "governor": None,
-            "writable": False, "cpupower": shutil.which("cpupower") if use_cpupower else None,
-            "slurm_job": environ.get("SLURM_JOB_ID"), "sysfs": str(cpufreq)}
-    if not cpufreq.is_dir():
-        where = f" (Slurm job {info['slurm_job']}: --cpu-freq has nothing to set on this " \
-                "node)" if info["slurm_job"] else ""
-        return {**info, "reason": f"no cpufreq driver: {cpufreq} does not exist (a virtual "
-                                  f"machine or a kernel without cpufreq){where}"}
-    info.update(_read_cpufreq(cpufreq))
-    info["writable"] = os.geteuid() == 0 and os.access(cpufreq / "scaling_max_freq", os.W_OK)
-    if info["min_ghz"] is None or info["max_ghz"] is None or info["min_ghz"] >= info["max_ghz"]:
-        return {**info, "reason": f"{cpufreq}: no range of frequencies to choose from "
-                                  f"(min {info['min_ghz']}, max {info['max_ghz']} GHz)"}
-    if info["slurm_job"]:
-        method = "slurm"
-    elif info["writable"]:
-        method = "cpupower" if info["cpupower"] else "sysfs"
-    else:
-        return {**info, "reason": f"{cpufreq}/scaling_max_freq is not writable: run as root "
-                                  "or inside a Slurm job (srun --cpu-freq)"}
-    return {**info, "can_set": True, "method": method,
-            "reason": f"{method} sets {info['min_ghz']:g}-{info['max_ghz']:g} GHz "
-                      f"(driver {info['driver']}, governor {info['governor']})"}
-
-
-def _read_cpufreq(cpufreq: Path) -> dict:
-    """The driver's frequencies (kHz in sysfs) in GHz."""
-    def read(name: str) -> str | None:
-        with contextlib.suppress(OSError):
-            return (cpufreq / name).read_text().strip()
-        return None
-
-    def ghz(name: str) -> float | None:
-        text = read(name)
-        try:
-            return float(text) / KHZ_PER_GHZ if text else None
-        except ValueError:
-            raise ApmtError(f"{cpufreq / name}: {text!r} is not a frequency in kHz") from None
-
-    listed = (read("scaling_available_frequencies") or "").split()
-    try:
-        frequencies = sorted(float(khz) / KHZ_PER_GHZ for khz in listed)
-    except ValueError:
-        raise ApmtError(f"{cpufreq / 'scaling_available_frequencies'}: {listed!r} is not a "
-                        "list of frequencies in kHz") from None
-    low = ghz("cpuinfo_min_freq") or ghz("scaling_min_freq")
-    high = ghz("cpuinfo_max_freq") or ghz("scaling_max_freq")
-    return {"frequencies_ghz": frequencies,
-            "min_ghz": frequencies[0] if frequencies else low,
-            "max_ghz": frequencies[-1] if frequencies else high,
-            "current_ghz": ghz("scaling_cur_freq"), "driver": read("scaling_driver"),
-            "governor": read("scaling_governor")}
-
+# ------------------------------------------------------------ the rerun's frequency
 
 def lower_frequency(control: dict, requested: float | None = None) -> float:
     """The frequency of the refinement run: ``requested``, or the available one nearest 2/3
@@ -397,63 +299,6 @@ def lower_frequency(control: dict, requested: float | None = None) -> float:
     wanted = max(low, high * LOWER_FREQUENCY_STEP)
     listed = [f for f in control["frequencies_ghz"] if f < high]
     return float(min(listed, key=lambda f: abs(f - wanted))) if listed else round(wanted, 3)
-
-
-def cpu_freq_option(ghz: float) -> str:
-    """Slurm's option for a job step at this frequency (Slurm takes kHz)."""
-    return f"--cpu-freq={round(ghz * KHZ_PER_GHZ)}"
-
-
-@contextlib.contextmanager
-def pinned_frequency(ghz: float, control: dict | None = None) -> Iterator[dict]:
-    """Run the body with every CPU's frequency held at ``ghz`` (scaling min = max), with
-    cpupower or by writing sysfs, and restore the previous limits afterwards."""
-    control = frequency_control() if control is None else control
-    if not control["can_set"] or not control["writable"]:
-        why = control["reason"] if not control["can_set"] else (
-            f"in Slurm job {control['slurm_job']} the frequency is set per job step: run it "
-            f"with srun {cpu_freq_option(ghz)}")
-        raise ApmtError(f"cannot pin the CPU frequency at {ghz:g} GHz: {why}")
-    if not control["min_ghz"] <= ghz <= control["max_ghz"]:
-        raise ApmtError(f"cannot pin the CPU frequency at {ghz:g} GHz: this machine sets "
-                        f"{control['min_ghz']:g} to {control['max_ghz']:g} GHz")
-    cpus = sorted(Path(control["sysfs"]).parent.parent.glob("cpu[0-9]*/cpufreq"))
-    saved = {cpu: (_khz(cpu / "scaling_min_freq"), _khz(cpu / "scaling_max_freq")) for cpu in cpus}
-    khz = round(ghz * KHZ_PER_GHZ)
-    _set_limits(control, saved, {cpu: (khz, khz) for cpu in cpus})
-    try:
-        yield {**control, "current_ghz": ghz}
-    finally:
-        _set_limits(control, {cpu: (khz, khz) for cpu in cpus}, saved)
-
-
-def _khz(path: Path) -> int:
-    return int(path.read_text().strip())
-
-
-def _set_limits(control: dict, current: dict, wanted: dict) -> None:
-    """Move each CPU's (min, max) in kHz without ever writing min above max."""
-    if control["method"] == "cpupower":
-        lows, highs = {v[0] for v in wanted.values()}, {v[1] for v in wanted.values()}
-        if len(lows) == 1 and len(highs) == 1:
-            _cpupower("-d", f"{lows.pop()}kHz", "-u", f"{highs.pop()}kHz")
-            return
-    for cpu, (low, high) in wanted.items():
-        order = [("scaling_max_freq", high), ("scaling_min_freq", low)]
-        if high < current[cpu][0]:
-            order.reverse()
-        for name, value in order:
-            try:
-                (cpu / name).write_text(f"{value}\n")
-            except OSError as error:
-                raise ApmtError(f"{cpu / name}: cannot write {value} kHz ({error})") from None
-
-
-def _cpupower(*args: str) -> None:
-    command = ["cpupower", "-c", "all", "frequency-set", *args]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise ApmtError(f"{' '.join(command)} failed: {done.stderr.strip() or done.stdout}")
 
 
 # ------------------------------------------------------------ CPI_core and BF_mem (Eq. 5)

@@ -28,17 +28,14 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from apmt.display import number, wrap_words
 from apmt.errors import ApmtError
-from apmt.model import PARTS, application_trust, assemble, contributions, load_model
-from apmt.series import per_run
+from apmt.model import PART_LABELS, PARTS, application_trust, assemble, contributions, load_model
+from apmt.series import EXTRAPOLATION, measured_points, scale_points
 from apmt.tables import APP_KERNEL, TIME_METRIC, read_table, write_atomic
 from apmt.trust import UNSUPPORTED
 
-EXTRAPOLATION = 8          # the curves go on to this multiple of the largest measured P
 MAX_PANELS = 6
 MAX_CURVES = 3
 METHODS = ("apmt", "analytic", "amdahl", "powerlaw", "extrap")
-PART_LABELS = {"comp_time": "computation", "mem_time": "memory (not overlapped)",
-               "comm_time": "communication", "others_time": "others"}
 FIGURES = ("fits", "scaling", "breakdown", "errors", "ranking")
 TITLE_SHARE = 0.95         # of the figure's width a title line may take
 
@@ -95,10 +92,6 @@ def _p_grid(measured_p: Sequence[float]) -> np.ndarray:
     return np.unique(np.concatenate([np.round(np.geomspace(low, high, 80)), measured_p]))
 
 
-def _classes(model: dict) -> dict[str, str]:
-    return {k["kernel"]: k["class"] for k in model["kernels"]}
-
-
 def _fit(model: dict, kernel: str, metric: str = TIME_METRIC):
     for entry in model["series"]:
         if entry["kernel"] == kernel and entry["metric"] == metric:
@@ -145,18 +138,6 @@ def _select(rows: pd.DataFrame, setting: dict[str, float]) -> pd.DataFrame:
     for name, value in setting.items():
         mask &= np.isclose(rows[name].to_numpy(float), value)
     return rows[mask]
-
-
-def measured_points(measurements: pd.DataFrame, params: list[str], kernel: str,
-                    metric: str = TIME_METRIC) -> pd.DataFrame:
-    """Per point of one series: the mean over repetitions and their min and max (each
-    repetition first averaged over ranks, as the model sees it)."""
-    rows = measurements[(measurements["kernel"] == kernel) & (measurements["metric"] == metric)]
-    if rows.empty:
-        return pd.DataFrame(columns=["p", *params, "mean", "low", "high"])
-    runs = per_run(rows, params)
-    grouped = runs.groupby(["p", *params], as_index=False)["value"]
-    return grouped.agg(mean="mean", low="min", high="max").sort_values("p")
 
 
 def _draw_curve(ax: Axes, fit, p_grid: np.ndarray, setting: dict[str, float], largest: float,
@@ -399,16 +380,6 @@ def _ranks(values: dict[str, float]) -> dict[str, int]:
 
 
 # ------------------------------------------------------------------------------------ command
-
-def scale_points(measured_p: Sequence[float]) -> list[float]:
-    """The measured P and the doublings after them up to EXTRAPOLATION times the largest."""
-    measured = sorted(set(float(p) for p in measured_p))
-    extra, p = [], measured[-1] * 2
-    while p <= measured[-1] * EXTRAPOLATION:
-        extra.append(p)
-        p *= 2
-    return measured + extra
-
 
 def write_figures(study_dir: str | Path, out_dir: str | Path) -> list[Path]:
     """All five figures of one study folder; returns the files written."""

@@ -12,13 +12,17 @@ paper 000, 4.2). When P is the same in every run, the first varying parameter ta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
 from apmt.errors import ApmtError
 from apmt.fit import PER_RANK_SUFFIX, NoPlausibleFit, SeriesFit, fit_series
+from apmt.tables import TIME_METRIC
 
 MIN_DISTINCT_P = 3
+EXTRAPOLATION = 8   # figures and the diagnosis go on to this multiple of the largest P
 
 
 def run_columns(params: list[str]) -> list[str]:
@@ -122,3 +126,25 @@ def fit_points(key: tuple, rows: pd.DataFrame, params: list[str], source: str,
 def point_values(frame: pd.DataFrame, params: list[str]) -> dict[str, np.ndarray]:
     """The columns of requested points as arrays, as SeriesFit.predict wants them."""
     return {column: frame[column].to_numpy(float) for column in ["p", *params]}
+
+
+def measured_points(measurements: pd.DataFrame, params: list[str], kernel: str,
+                    metric: str = TIME_METRIC) -> pd.DataFrame:
+    """Per point of one series: the mean over repetitions and their min and max (each
+    repetition first averaged over ranks, as the model sees it)."""
+    rows = measurements[(measurements["kernel"] == kernel) & (measurements["metric"] == metric)]
+    if rows.empty:
+        return pd.DataFrame(columns=["p", *params, "mean", "low", "high"])
+    runs = per_run(rows, params)
+    grouped = runs.groupby(["p", *params], as_index=False)["value"]
+    return grouped.agg(mean="mean", low="min", high="max").sort_values("p")
+
+
+def scale_points(measured_p: Sequence[float]) -> list[float]:
+    """The measured P and the doublings after them up to EXTRAPOLATION times the largest."""
+    measured = sorted(set(float(p) for p in measured_p))
+    extra, p = [], measured[-1] * 2
+    while p <= measured[-1] * EXTRAPOLATION:
+        extra.append(p)
+        p *= 2
+    return measured + extra

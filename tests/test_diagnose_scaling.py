@@ -27,8 +27,16 @@ from apmt.errors import ApmtError
 from apmt.ingest import import_profiles
 from apmt.kernels import NONSCALABLE_SLOPE
 from apmt.machine import hertz, load_machine
-from apmt.model import PARTS, assemble, build_model, load_model, predict, save_model
-from apmt.report import PART_LABELS, scale_points
+from apmt.model import (
+    PART_LABELS,
+    PARTS,
+    assemble,
+    build_model,
+    load_model,
+    predict,
+    save_model,
+)
+from apmt.series import scale_points
 from apmt.tables import APP_KERNEL, check_table, read_table, write_table
 
 PROGRAM = Path(__file__).resolve().parent / "mpi_programs" / "imbalance.c"

@@ -14,9 +14,10 @@ import pytest
 import yaml
 from test_workflow_run import ring, snakemake_command, workflow_copy  # noqa: F401
 
+from apmt.collect.cpufreq import frequency_control
 from apmt.collect.frequency import slurm_mark
 from apmt.collect.study import Run, Study, frequency_suffix, with_frequency
-from apmt.refine import frequency_control, judge_frequency
+from apmt.refine import judge_frequency
 
 needs_mpi = pytest.mark.skipif(not (shutil.which("mpicc") and shutil.which("mpirun")),
                                reason="needs mpicc and mpirun (scripts/install.sh)")

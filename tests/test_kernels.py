@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from apmt.ingest import import_profiles
-from apmt.kernels import MPI_RUNTIME, SYSTEM, classify, cost_metric, runtime_buckets
+from apmt.kernels import classify, cost_metric, runtime_buckets
 from apmt.model import build_model
+from apmt.names import MPI_RUNTIME, SYSTEM
 from apmt.series import points
 from apmt.tables import check_table
 
@@ -180,7 +181,7 @@ def test_relearn_application_kernel(measured_data: Path) -> None:
 
 def test_one_name_per_function_whichever_tool_saw_it() -> None:
     """cachegrind prints C++ parameter lists, perf does not; glibc symbols carry versions."""
-    from apmt.kernels import function_name
+    from apmt.names import function_name
 
     assert function_name("LAMMPS_NS::PairLJCut::compute(int, int)") == \
         "LAMMPS_NS::PairLJCut::compute"

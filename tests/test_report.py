@@ -22,8 +22,8 @@ from apmt.report import (
     plot_kernel_fits,
     plot_ranking,
     plot_scaling,
-    scale_points,
 )
+from apmt.series import scale_points
 from apmt.tables import APP_KERNEL, check_table, write_table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

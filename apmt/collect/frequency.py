@@ -2,7 +2,7 @@
 
 The runs go into folders of their own (``p4_r1_f2000MHz``: apmt.collect.study.with_frequency),
 never mixed with the study's runs. Locally the frequency is pinned with
-apmt.refine.pinned_frequency for the duration of the runs; inside a Slurm job the job's
+apmt.collect.cpufreq.pinned_frequency for the duration of the runs; inside a Slurm job the job's
 ``sbatch --cpu-freq`` sets it. Either way each run.json says which frequency was asked for,
 the clock measured (cpu_mhz) and whether the frequency really changed: where it could not be
 set, the runs are kept, marked ``frequency_changed: false`` with the reason, and the
@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from apmt.collect.backends.base import Backend
+from apmt.collect.cpufreq import frequency_control, pinned_frequency
 from apmt.collect.extract import finished_runs, read_measurements
 from apmt.collect.runner import RunRecord, load_run_json, raw_dir, run_study, timing_pass
 from apmt.collect.study import Run, Study, with_frequency, with_p
@@ -33,9 +34,7 @@ def run_at_frequency(study: Study, results_dir: Path, backends: list[Backend], g
                      report: Callable[[RunRecord], None] | None = None,
                      control: dict | None = None) -> list[RunRecord]:
     """Run the study (already narrowed to one P) at ``ghz``; resumed and never overwritten
-    like any run. ``control`` is apmt.refine.frequency_control() (read here when None)."""
-    from apmt.refine import frequency_control, pinned_frequency
-
+    like any run. ``control`` is frequency_control() (read here when None)."""
     control = frequency_control() if control is None else control
     lowered = with_frequency(study, ghz)
     if control.get("slurm_job"):

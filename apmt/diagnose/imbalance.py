@@ -27,8 +27,8 @@ import pandas as pd
 
 from apmt.diagnose.section import Finding, Section
 from apmt.display import seconds
-from apmt.kernels import is_mpi
 from apmt.model import UNACCOUNTED
+from apmt.names import is_mpi
 from apmt.tables import APP_KERNEL, TIME_METRIC
 
 # max/mean over ranks above which a kernel counts as imbalanced: the slowest rank 20% above

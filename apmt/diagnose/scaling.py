@@ -9,7 +9,7 @@ reads a study's results folder: model.json, measurements.csv and, when present, 
 time per rank), predictions.csv (its P join the scales diagnosed) and
 measurements.csv.provenance.json (which runs oversubscribed the cores). The numbers at each P
 come from the model (Eq. 2, apmt.model.assemble), at the measured P and at larger, predicted
-ones (apmt.report.scale_points); a P marked * lies beyond the measured ones.
+ones (apmt.series.scale_points); a P marked * lies beyond the measured ones.
 
 Tables (times in seconds per rank):
 components (``components``): one row per P, component (kernel or MPI operation) and part.
@@ -46,16 +46,17 @@ from apmt.diagnose import imbalance
 from apmt.diagnose.section import Finding, Section
 from apmt.display import seconds
 from apmt.errors import ApmtError
-from apmt.kernels import KEY_THRESHOLD, MPI_NAME, MPI_RUNTIME, NONSCALABLE_SLOPE, OTHERS
+from apmt.kernels import KEY_THRESHOLD, NONSCALABLE_SLOPE, OTHERS
 from apmt.model import (
     CONTENTION_LIMIT,
+    PART_LABELS,
     application_trust,
     assemble,
     contributions,
     load_model,
 )
-from apmt.report import PART_LABELS, measured_points, scale_points
-from apmt.series import MIN_DISTINCT_P, per_run, points
+from apmt.names import MPI_NAME, MPI_RUNTIME
+from apmt.series import MIN_DISTINCT_P, measured_points, per_run, points, scale_points
 from apmt.tables import APP_KERNEL, TIME_METRIC, parameter_columns, read_json, read_table
 from apmt.trust import UNSUPPORTED
 

@@ -57,10 +57,6 @@ def sampling_rate(provenance: dict) -> float | None:
     return None
 
 
-def _point(row: pd.Series, params: list[str]) -> str:
-    return describe_point({name: row[name] for name in ["p", *params]})
-
-
 def short_runs(data: StudyData, runs: pd.DataFrame, kernels: list[str],
                limits: dict) -> list[Finding]:
     """Kernels and runs with too few samples for their time to mean much."""

@@ -395,7 +395,7 @@ def frequency_ghz_of(mhz: str | int) -> str:
 def cpu_freq_extra(wildcards) -> str:
     """sbatch's option for the rerun's job: Slurm sets the job steps' frequency (kHz), the
     decision's cpu_freq_option."""
-    from apmt.refine import cpu_freq_option
+    from apmt.collect.cpufreq import cpu_freq_option
 
     return cpu_freq_option(int(wildcards.mhz) / 1000)
 

@@ -51,11 +51,11 @@ from pathlib import Path
 import pandas as pd
 
 from apmt.collect.backends.cpu import MEASURABLE_METRICS
-from apmt.collect.backends.perf import COLUMNS, LOADER, UNKNOWN
+from apmt.collect.backends.perf import COLUMNS
 from apmt.collect.rank_exec import RANK_WORD
 from apmt.errors import ApmtError
 from apmt.inputs import read_text
-from apmt.kernels import MPI_NAME, function_name
+from apmt.names import LOADER, MPI_NAME, UNKNOWN, function_name
 
 LEVELS = ("I1", "D1", "LL")
 COUNT = re.compile(r"[0-9]+")
@@ -236,7 +236,7 @@ def _check_summary(functions: dict[str, list[int]], summary: list[int], events: 
 
 def function_kernel(function: str, source_file: str = "") -> str:
     """The kernel a cachegrind function belongs to (see module doc), named as perf names it
-    (apmt.kernels.function_name), so that time and counts of one function meet."""
+    (apmt.names.function_name), so that time and counts of one function meet."""
     function = function_name(function)
     if function in ("???", ""):
         return UNKNOWN

@@ -54,12 +54,17 @@ from apmt.collect.launch import SCOPE_VARIABLE, rank_pids
 from apmt.collect.rank_exec import RANK_WORD
 from apmt.errors import ApmtError
 from apmt.inputs import MAX_VALUE, read_text
-from apmt.kernels import MPI_LIBRARY, MPI_NAME, SYSTEM_LIBRARY, function_name
+from apmt.names import (
+    KERNEL,
+    LOADER,
+    MPI_LIBRARY,
+    MPI_NAME,
+    SYSTEM_LIBRARY,
+    UNKNOWN,
+    function_name,
+)
 from apmt.tables import write_text_atomic
 
-KERNEL = "<kernel>"
-LOADER = "<loader>"
-UNKNOWN = "<unknown>"
 DEFAULT_CLOCK_HZ = 997                 # a prime, so sampling does not beat with periodic code
 _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 _SECTION = re.compile(r"^#\s*Samples:\s*(\S+)\s+of event '(.*)'\s*$")
@@ -536,18 +541,6 @@ class PerfEvents:
                         total[kernel] += value
             rows += _rows(total, metric, rank)
         return rows
-
-    def reference_totals(self, run_dir: Path) -> dict[int, float]:
-        """Total reference (cycles) count per rank of this pass: compare passes with it."""
-        ref = self.plan.reference
-        if ref is None:
-            return {}
-        key = {cpumod.event_key(e) for e in self.metrics[ref].events}
-        out = {}
-        for rank, sections in rank_sections(Path(run_dir), self.stem()).items():
-            out[rank] = sum(sum(s.periods.values()) for n, s in sections.items()
-                            if cpumod.event_key(n) in key)
-        return out
 
     def provenance(self) -> dict:
         return {

@@ -1,0 +1,68 @@
+"""Function names as apmt speaks them, whichever tool measured them: one name per function
+(``function_name``), MPI calls told by their name, and the run-time system's parts as the
+buckets the model groups them into (``<MPI runtime>``, ``<loader>``, ``<system>``,
+``<unknown>``). The backends name what they sample with it and the kernel classification
+groups with it, so measurement and modeling agree without importing each other.
+"""
+
+from __future__ import annotations
+
+import re
+
+MPI_RUNTIME, LOADER, SYSTEM, UNKNOWN = "<MPI runtime>", "<loader>", "<system>", "<unknown>"
+KERNEL = "<kernel>"   # the OS kernel, as samplers name it
+RUNTIME_BUCKETS = (MPI_RUNTIME, LOADER, SYSTEM, UNKNOWN)
+MPI_NAME = re.compile(r"^(P?MPI_|p?mpi_)\w+", re.IGNORECASE)
+# the libraries of MPI implementations, their transports and helpers, and apmt's own PMPI
+# tracer, whose internals samplers group into one kernel per library, e.g. <libmpi>
+MPI_LIBRARY = re.compile(
+    r"^(libmpi\w*|libmpich\w*|libmpifort\w*|libopen-pal|libopen-rte|libopen-orted-mpir|libpmix"
+    r"|libprrte|libucp|libuct|libucs|libucm|libfabric|libpsm2?|libhcoll|libmca_\w+|mca_\w+"
+    r"|libompi\w*|libhwloc|libevent[\w.-]*|libapmt_pmpi|pmix_mca_\w+|libibverbs|librdmacm"
+    r"|libinfinipath|libpsm_infinipath|libnl[\w-]*)$")
+# the C library's parts, the OS kernel, the shell that starts each rank and the system
+# libraries MPI's helpers load (device and display discovery), as samplers name them grouped
+# (<libc>, <kernel>, <dash>)
+SYSTEM_LIBRARY = re.compile(r"^(libc|libpthread|librt|libdl|libutil|libresolv|libanl|vdso"
+                            r"|vsyscall|kernel|libc\.musl[\w.-]*|ld-musl[\w.-]*|dash|bash|sh"
+                            r"|busybox|libudev|libsystemd|libX11[\w-]*|libxcb[\w-]*|libxml2"
+                            r"|libltdl|libnuma|libcap|libselinux)$")
+
+
+VERSION_SUFFIX = re.compile(r"@+[A-Za-z_][\w.]*$")
+
+
+def function_name(symbol: str) -> str:
+    """One name per function whichever tool saw it: without a symbol version (``@GLIBC_2.2.5``)
+    and without a C++ parameter list (cachegrind prints ``ns::f(int, int)``, perf ``ns::f``)."""
+    name = VERSION_SUFFIX.sub("", symbol.strip()) or symbol.strip()   # "@plt" stays itself
+    name = re.sub(r"\)\s*(const|volatile|&|&&|\s)*$", ")", name)
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for index in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[index], 0)
+        if depth == 0:
+            head = name[:index]
+            return name if not head or head.endswith("operator") else head
+    return name
+
+
+def is_mpi(kernel: str) -> bool:
+    """An MPI call by the leaf name of its call path (C, Fortran and PMPI spellings), or an
+    MPI library's internals grouped as ``<library>``."""
+    leaf = kernel.rsplit("/", 1)[-1].strip()
+    return runtime_bucket(leaf) == MPI_RUNTIME or bool(MPI_NAME.match(leaf))
+
+
+def runtime_bucket(kernel: str) -> str | None:
+    """The run-time system's bucket a kernel belongs to, or None for the application's own
+    code: a samplers' group of an MPI library, the loader, the C library or the OS kernel."""
+    if kernel in RUNTIME_BUCKETS:
+        return kernel
+    if not (kernel.startswith("<") and kernel.endswith(">")):
+        return None
+    library = kernel[1:-1]
+    if MPI_LIBRARY.match(library):
+        return MPI_RUNTIME
+    return SYSTEM if SYSTEM_LIBRARY.match(library) else None
