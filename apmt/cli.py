@@ -23,16 +23,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from apmt import __version__
+from apmt import __version__, layout
 from apmt.display import number, seconds
 from apmt.errors import ApmtError
 from apmt.ingest import FORMATS, import_profiles
 from apmt.tables import (
     APP_KERNEL,
-    COMM_KEYS,
     COMM_REQUIRED,
-    MEASUREMENT_KEYS,
     TIME_METRIC,
+    describe_table,
     parameter_columns,
     read_json,
     read_table,
@@ -42,7 +41,6 @@ from apmt.tables import (
 
 EXIT_ERROR = 2
 STDOUT = Path("-")
-SIDECAR_SUFFIX = ".provenance.json"
 DEFAULT_BASELINES = "analytic,amdahl,powerlaw"
 CLASS_ORDER = ("key", "non-scalable", "communication", "runtime", "aggregated",
                "application")
@@ -390,74 +388,48 @@ def _share(text: str) -> float:
 
 # --------------------------------------------------------------------------------- profile
 
-def _load_profiled_study(args: argparse.Namespace):
-    """The study file with the command line's --backend and --p applied, its machine (this
-    host's, measured once, when the study names none) and backends."""
-    from apmt.collect.runner import load_study_machine, make_backends, with_machine
-    from apmt.collect.study import load_study, with_backend, with_p
-
-    study = load_study(args.study)
-    if getattr(args, "backend", None) is not None:
-        study = with_backend(study, args.backend)
-    if args.p_values:
-        study = with_p(study, args.p_values)
-    study = with_machine(study, args.results, lambda: _measured_here(study, args.results))
-    machine = load_study_machine(study)
-    return study, machine, make_backends(study, machine)
-
-
-def _measured_here(study, results: Path) -> Path:
-    """This host's machine file, measured once; the study's needs are checked first, so
-    that a mistake in it is said before the half-minute probe, not after."""
-    from apmt.collect.runner import check_environment
-    from apmt.probe import this_machine
-
-    check_environment(study, results)
-    return this_machine(note)
-
-
 def note(text: str) -> None:
     """What apmt did on the user's behalf, on stderr (stdout may carry a table)."""
     print(f"apmt: {text}", file=sys.stderr, flush=True)
 
 
+def _print_record(record) -> None:
+    print(record.line(), flush=True)
+
+
+def _profiled(args: argparse.Namespace):
+    """The study file with the command line's --backend and --p applied."""
+    from apmt.collect.profile import load_profiled
+
+    return load_profiled(args.study, args.results, backend=getattr(args, "backend", None),
+                         p_values=args.p_values, note=note)
+
+
 def run_profile(args: argparse.Namespace) -> int:
     """Run a study's runs (skipping finished ones) and extract its tables; 1 if a run failed."""
-    from apmt.collect.runner import (
-        check_runnable,
-        describe_plan,
-        plan,
-        run_study,
-        stored_runs,
-    )
+    from apmt.collect import profile
 
-    study, machine, backends = _load_profiled_study(args)
+    profiled = _profiled(args)
     if args.frequency is not None:
-        return _profile_at_frequency(args, study, backends)
+        return _profile_at_frequency(args, profiled)
     if args.dry_run:
-        launcher = check_runnable(study, args.results, backends, dry_run=True)
-        for planned in plan(study, args.results, backends, launcher):
-            print(describe_plan(planned))
+        for line in profile.dry_run(profiled, args.results):
+            print(line)
         return 0
-    if args.stored_only:
-        records = stored_runs(study, args.results, backends)
-        for record in records:
-            print(record.line())
-    else:
-        records = run_study(study, args.results, backends,
-                            report=lambda record: print(record.line(), flush=True))
-    failed = _summarize(args, records)
+    records = profile.profile(profiled, args.results, stored_only=args.stored_only,
+                              report=_print_record)
+    failed = _failed(records, args.summary)
     if len(failed) < len(records) and not args.no_extract:
-        _extract_and_describe(args.results, study, backends, machine, None)
+        for line in profile.extract_tables(profiled, args.results):
+            print(line)
     return 1 if failed else 0
 
 
-def _summarize(args: argparse.Namespace, records: list) -> list:
+def _failed(records: list, summary: Path | None) -> list:
     """Write the --summary file; the failed records (said on stderr)."""
-    if args.summary is not None:
-        write_text_atomic(json.dumps([record.summary() for record in records], indent=1)
-                          + "\n", args.summary)
-    failed = [record for record in records if not record.ok]
+    from apmt.collect.profile import write_summary
+
+    failed = write_summary(records, summary)
     if failed:
         print(f"{len(failed)} of {len(records)} runs failed", file=sys.stderr)
     return failed
@@ -469,48 +441,37 @@ def _one_p(args: argparse.Namespace, option: str) -> int:
     return args.p_values[0]
 
 
-def _profile_at_frequency(args: argparse.Namespace, study, backends) -> int:
+def _profile_at_frequency(args: argparse.Namespace, profiled) -> int:
     """Refinement's rerun of one P at a lower frequency; its tables are `apmt extract
     --frequency`'s, so nothing is extracted here."""
-    from apmt.collect.frequency import run_at_frequency
+    from apmt.collect.profile import profile_at_frequency
 
     _one_p(args, "--frequency")
     if args.dry_run or args.stored_only:
         raise ApmtError("--frequency: runs at a lower frequency take neither --dry-run nor "
                         "--stored-only")
-    records = run_at_frequency(study, args.results, backends, args.frequency,
-                               report=lambda record: print(record.line(), flush=True))
-    for reason in sorted({r.info.get("frequency_reason") for r in records} - {None}):
+    records, reasons = profile_at_frequency(profiled, args.results, args.frequency,
+                                            report=_print_record)
+    for reason in reasons:
         print(f"frequency {args.frequency:g} GHz: {reason}")
-    return 1 if _summarize(args, records) else 0
+    return 1 if _failed(records, args.summary) else 0
 
 
 def run_extract(args: argparse.Namespace) -> None:
     """Tables from the finished runs only: nothing is run."""
-    study, machine, backends = _load_profiled_study(args)
+    from apmt.collect import profile
+
+    profiled = _profiled(args)
     if (args.frequency is None) != (args.frequency_table is None):
         raise ApmtError("--frequency and --frequency-table go together")
     if args.frequency is None:
-        _extract_and_describe(args.results, study, backends, machine, args.output_dir)
-        return
-    from apmt.collect.frequency import extract_frequency
-
-    table = extract_frequency(args.results, study, _one_p(args, "--frequency"),
-                              args.frequency, backends, args.frequency_table)
-    clocks = ", ".join(f"{ghz:g}" for ghz in sorted(table["frequency_ghz"].unique()))
-    print(f"{args.frequency_table}: {describe_table(table, 'measurements')}, clocks {clocks} "
-          "GHz")
-
-
-def _extract_and_describe(results: Path, study, backends, machine, out_dir: Path | None) -> None:
-    from apmt.collect.extract import COMMUNICATION, MEASUREMENTS, PROVENANCE, extract, output_dir
-
-    measurements, comm = extract(results, study, backends, machine, out_dir)
-    out = out_dir if out_dir is not None else output_dir(results, study)
-    print(f"{out / MEASUREMENTS}: {describe_table(measurements, 'measurements')}")
-    if not comm.empty:
-        print(f"{out / COMMUNICATION}: {describe_table(comm, 'communication')}")
-    print(f"{out / PROVENANCE}")
+        lines = profile.extract_tables(profiled, args.results, args.output_dir)
+    else:
+        lines = [profile.extract_at_frequency(profiled, args.results,
+                                              _one_p(args, "--frequency"), args.frequency,
+                                              args.frequency_table)]
+    for line in lines:
+        print(line)
 
 
 # ---------------------------------------------------------------------------------- import
@@ -527,8 +488,8 @@ def run_import(args: argparse.Namespace) -> None:
     text = json.dumps(record, indent=1) + "\n"
     output_table(table, args.output)
     if args.output != STDOUT:
-        write_text_atomic(text, sidecar(args.output))
-        log.info("wrote %s and %s", args.output, sidecar(args.output))
+        write_text_atomic(text, layout.sidecar(args.output))
+        log.info("wrote %s and %s", args.output, layout.sidecar(args.output))
     say(describe_table(table, kind), args.output)
 
 
@@ -548,11 +509,6 @@ def say(text: str, output: Path) -> None:
         print(text, file=sys.stderr if output == STDOUT else sys.stdout)
 
 
-def sidecar(path: Path) -> Path:
-    """Where a table's provenance lives: next to it, so it travels with the file."""
-    return path.with_name(path.name + SIDECAR_SUFFIX)
-
-
 def _input_files(fmt: str, paths: list[Path]) -> list[Path]:
     """The files behind the inputs, to hash: a directory stands for its profile files."""
     files: list[Path] = []
@@ -565,16 +521,6 @@ def _input_files(fmt: str, paths: list[Path]) -> list[Path]:
         else:
             files += sorted(p for p in path.rglob("*") if p.is_file())
     return files
-
-
-def describe_table(table: pd.DataFrame, kind: str) -> str:
-    """One line: rows, series and the process counts, to see at a glance what was read."""
-    keys = [k for k in (MEASUREMENT_KEYS if kind == "measurements" else COMM_KEYS)
-            if k in table.columns]
-    series = len(table[keys].drop_duplicates())
-    ps = sorted(int(p) for p in table["p"].unique())
-    span = f" ({ps[0]}..{ps[-1]})" if len(ps) > 1 else f" ({ps[0]})"
-    return f"{len(table)} rows, {series} series, {len(ps)} distinct P{span}"
 
 
 def _check_writable_format(path: Path) -> None:
@@ -668,7 +614,7 @@ def _fit_provenance(args: argparse.Namespace, table: pd.DataFrame, params: list[
 
 def _read_sidecar(path: Path) -> dict | None:
     """The provenance ``apmt import`` left next to a table, if any; a bad one is only noted."""
-    record = sidecar(path)
+    record = layout.sidecar(path)
     if not record.is_file():
         return None
     try:
@@ -836,7 +782,6 @@ def run_refine_round(args: argparse.Namespace) -> None:
     solution when the model takes it) and plan the next round from the model of all its
     runs, where its intervals are widest."""
     from apmt.collect.cpufreq import frequency_control
-    from apmt.collect.study import load_study
     from apmt.evaluate import validate
     from apmt.model import build_model
     from apmt.refine import (
@@ -845,6 +790,7 @@ def run_refine_round(args: argparse.Namespace) -> None:
         runs_asked,
         with_frequency_outcome,
     )
+    from apmt.study import load_study
 
     table, params, per_rank = _read_with_params(args, args.table, "measurements")
     comm, options = _model_inputs(args, params, per_rank)
@@ -876,7 +822,6 @@ def run_refine_round(args: argparse.Namespace) -> None:
 def _frequency_outcome(args: argparse.Namespace) -> tuple[pd.DataFrame, dict | None]:
     """The lower-frequency rerun's solution, written to --frequency-solution (a header only
     without a rerun), and whether the model takes it (apmt.refine.judge_frequency)."""
-    from apmt.collect.frequency import frequency_sidecar
     from apmt.machine import load_machine
     from apmt.refine import SOLUTION_COLUMNS, judge_frequency
 
@@ -888,7 +833,7 @@ def _frequency_outcome(args: argparse.Namespace) -> tuple[pd.DataFrame, dict | N
     if args.frequency_solution is None:
         raise ApmtError("--frequency-table needs --frequency-solution (where the solution goes)")
     table = read_table(args.frequency_table, "measurements")
-    record = read_json(frequency_sidecar(args.frequency_table))
+    record = read_json(layout.sidecar(args.frequency_table))
     solution, outcome = judge_frequency(table, record, load_machine)
     write_table(solution, args.frequency_solution)
     return solution, outcome
@@ -965,6 +910,8 @@ def _add_diagnose(commands: argparse._SubParsersAction, common: argparse.Argumen
     sub.add_argument("-o", "--output", type=Path, metavar="FILE",
                      help="write the text here instead of printing it")
     sub.add_argument("--html", type=Path, metavar="FILE", help="also write it as HTML")
+    sub.add_argument("--predictions", type=Path, metavar="predictions.csv",
+                     help="the study's predictions: the scaling part shows their P too")
     sub.add_argument("--np", type=int, nargs="+", metavar="N",
                      help="command: process counts to run (default: the launcher's -np)")
     sub.add_argument("--backend", default="auto",
@@ -980,8 +927,8 @@ def _add_diagnose(commands: argparse._SubParsersAction, common: argparse.Argumen
 def run_diagnose(args: argparse.Namespace) -> None:
     """Diagnose one or two study folders, or measure a command first and diagnose it."""
     from apmt.diagnose import diagnose
-    from apmt.diagnose.oneoff import measure
     from apmt.diagnose.render import to_html, to_text
+    from apmt.oneoff import diagnose_command
 
     if args.width < 40:
         raise ApmtError(f"--width {args.width}: at least 40 columns are needed")
@@ -991,23 +938,18 @@ def run_diagnose(args: argparse.Namespace) -> None:
     if words and Path(words[0]).is_dir():
         if len(words) > 2:
             raise ApmtError(f"apmt diagnose: at most two study folders, not {len(words)}")
-        folders, written = [study_folder(Path(w)) for w in words], False
+        folders = [study_folder(Path(w)) for w in words]
+        sections = diagnose(folders[0], folders[1] if len(folders) > 1 else None,
+                            machine=args.machine, predictions=args.predictions)
+        text, html = to_text(sections, args.width), to_html(sections)
     elif words:
-        folders = [measure(words, args.results, name=args.name, p_values=args.np,
-                           backend=args.backend, machine=args.machine,
-                           repetitions=args.repetitions)]
-        written = True
+        _, text, html = diagnose_command(
+            words, args.results, machine=args.machine, width=args.width, name=args.name,
+            p_values=args.np, backend=args.backend, repetitions=args.repetitions)
     else:
         raise ApmtError("apmt diagnose: give a study folder (results/<study>) or, after --, "
                         "a command to measure (apmt diagnose -- mpirun -np 4 ./app)")
-    sections = diagnose(folders[0], folders[1] if len(folders) > 1 else None,
-                        machine=args.machine)
-    text = to_text(sections, args.width)
-    outputs = [(args.output, text), (args.html, to_html(sections))]
-    if written:  # the one-off's folder keeps its diagnosis beside its tables
-        outputs += [(folders[0] / "diagnosis.txt", text),
-                    (folders[0] / "diagnosis.html", to_html(sections))]
-    for path, content in outputs:
+    for path, content in ((args.output, text), (args.html, html)):
         if path is not None:
             write_text_atomic(content, path)
             log.info("wrote %s", path)
@@ -1018,20 +960,16 @@ def run_diagnose(args: argparse.Namespace) -> None:
 def study_folder(folder: Path) -> Path:
     """The folder holding a study's tables: the study's own, or, when the study did not get
     that far (a refinement round failed), its last round's, which is said."""
-    from apmt.collect.extract import MEASUREMENTS
-
-    if (folder / MEASUREMENTS).is_file():
+    if (folder / layout.MEASUREMENTS).is_file():
         return folder
-    rounds = sorted(folder.glob(f"rounds/r*/{MEASUREMENTS}"),
-                    key=lambda path: int(path.parent.name[1:]) if path.parent.name[1:]
-                    .isdigit() else -1)
-    if rounds:
-        note(f"{folder / MEASUREMENTS} is missing (the study did not finish); diagnosing the "
-             f"tables of its last round, {rounds[-1].parent}")
-        return rounds[-1].parent
-    raise ApmtError(f"{folder / MEASUREMENTS}: no such file, nor in {folder / 'rounds'}/r*/: "
-                    "give a study's results folder (results/<study>) once it is profiled or "
-                    "imported")
+    last = layout.last_round(folder)
+    if last is not None:
+        note(f"{folder / layout.MEASUREMENTS} is missing (the study did not finish); diagnosing "
+             f"the tables of its last round, {last}")
+        return last
+    raise ApmtError(f"{folder / layout.MEASUREMENTS}: no such file, nor in "
+                    f"{folder / layout.ROUNDS}/r*/: give a study's results folder "
+                    "(results/<study>) once it is profiled or imported")
 
 
 if __name__ == "__main__":

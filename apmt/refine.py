@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from apmt.collect.accepted import AcceptedP
+from apmt.accepted import AcceptedP
 from apmt.collect.cpufreq import cpu_freq_option
 from apmt.errors import ApmtError
 from apmt.model import predicted_parts
@@ -188,7 +188,7 @@ def plan_round(validation: dict, model: dict, measured_p: list[float], round_ind
     budget: max_rounds, max_runs (refinement runs over all rounds); ``runs_used`` counts the
     runs earlier rounds asked for (see runs_asked). settings (all optional; empty or null
     means the default): candidates (P list), max_p, accepts_p (the P the application
-    accepts, apmt.collect.accepted), lower_frequency_ghz, frequency_p, frequency_done (the
+    accepts, apmt.accepted), lower_frequency_ghz, frequency_p, frequency_done (the
     round whose decision was lower_frequency: no second rerun).
     ``frequency_control`` is what frequency_control() says about the machine that will run
     the profiling job.

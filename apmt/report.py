@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from apmt import layout
 from apmt.display import number, wrap_words
 from apmt.errors import ApmtError
 from apmt.model import PART_LABELS, PARTS, application_trust, assemble, contributions, load_model
@@ -36,7 +37,6 @@ from apmt.trust import UNSUPPORTED
 MAX_PANELS = 6
 MAX_CURVES = 3
 METHODS = ("apmt", "analytic", "amdahl", "powerlaw", "extrap")
-FIGURES = ("fits", "scaling", "breakdown", "errors", "ranking")
 TITLE_SHARE = 0.95         # of the figure's width a title line may take
 
 
@@ -384,14 +384,14 @@ def _ranks(values: dict[str, float]) -> dict[str, int]:
 def write_figures(study_dir: str | Path, out_dir: str | Path) -> list[Path]:
     """All five figures of one study folder; returns the files written."""
     study_dir, out_dir = Path(study_dir), Path(out_dir)
-    model = load_model(study_dir / "model.json")
-    measurements = read_table(study_dir / "measurements.csv")
-    evaluation = pd.read_csv(study_dir / "evaluation.csv", dtype={"kernel": str})
+    model = load_model(study_dir / layout.MODEL)
+    measurements = read_table(study_dir / layout.MEASUREMENTS)
+    evaluation = pd.read_csv(study_dir / layout.EVALUATION, dtype={"kernel": str})
     study = study_dir.name
     p_values = scale_points(measurements["p"].unique())
     setting = {name: float(measurements[name].max()) for name in model["params"]}
     largest = float(measurements["p"].max())
-    paths = {name: out_dir / f"{name}.png" for name in FIGURES}
+    paths = {name: out_dir / f"{name}.png" for name in layout.FIGURE_NAMES}
     plot_kernel_fits(measurements, model, paths["fits"], study)
     plot_scaling(measurements, model, paths["scaling"], study)
     plot_breakdown(model, paths["breakdown"], p_values, setting, study, largest)

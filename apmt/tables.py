@@ -372,3 +372,13 @@ def read_json(path: str | Path) -> dict:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError) as error:
         raise ApmtError(f"{path}: not readable JSON ({error})") from None
+
+
+def describe_table(table: pd.DataFrame, kind: str) -> str:
+    """One line: rows, series and the process counts, to see at a glance what was read."""
+    keys = [k for k in (MEASUREMENT_KEYS if kind == "measurements" else COMM_KEYS)
+            if k in table.columns]
+    series = len(table[keys].drop_duplicates())
+    ps = sorted(int(p) for p in table["p"].unique())
+    span = f" ({ps[0]}..{ps[-1]})" if len(ps) > 1 else f" ({ps[0]})"
+    return f"{len(table)} rows, {series} series, {len(ps)} distinct P{span}"

@@ -282,7 +282,7 @@ def _read_table(kind: str) -> Callable[[Path, Path], object]:
 
 
 def _study(path: Path, seed: Path) -> object:
-    from apmt.collect.study import load_study
+    from apmt.study import load_study
     return load_study(path)
 
 
@@ -337,7 +337,7 @@ def _pmpi(path: Path, seed: Path) -> pd.DataFrame:
 def _run_record(path: Path, seed: Path) -> pd.DataFrame:
     from apmt.collect.extract import _app_rows, around_launcher
     from apmt.collect.runner import load_run_json
-    from apmt.collect.study import Run
+    from apmt.study import Run
     from apmt.tables import check_table as contract
     rows = _app_rows(Run(2, {}, 1), path.parent)
     around_launcher(load_run_json(path.parent))

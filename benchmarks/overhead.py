@@ -62,8 +62,8 @@ from apmt.collect.runner import (
     make_backends,
     run_study,
 )
-from apmt.collect.study import Study, app_words, load_study, with_backend
 from apmt.errors import ApmtError
+from apmt.study import Study, app_words, load_study, with_backend
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 STUDY_FILE = REPOSITORY / "config" / "studies" / "lammps-lj.yaml"

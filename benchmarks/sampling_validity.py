@@ -45,9 +45,9 @@ from overhead import apmt_run, lammps_clocks, lammps_study
 
 from apmt.collect.backends.perf import DEFAULT_CLOCK_HZ
 from apmt.collect.runner import STDOUT, load_study_machine, make_backends
-from apmt.collect.study import Study, with_backend
 from apmt.errors import ApmtError
 from apmt.names import MPI_NAME, function_name
+from apmt.study import Study, with_backend
 
 FLOOR = 0.001
 SMALL = "(below 0.1% in both)"

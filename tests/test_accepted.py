@@ -11,12 +11,12 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apmt.collect.accepted import AcceptedP, parse_accepted
-from apmt.collect.study import load_study
+from apmt.accepted import AcceptedP, parse_accepted
 from apmt.errors import ApmtError
 from apmt.ingest import import_profiles
 from apmt.model import build_model
 from apmt.refine import choose_p, default_candidates, plan_round
+from apmt.study import load_study
 
 HERE = Path("study.yaml")
 

@@ -41,8 +41,8 @@ from apmt.collect.runner import (
     plan,
     run_study,
 )
-from apmt.collect.study import Run, app_command, app_words, load_study
 from apmt.errors import ApmtError
+from apmt.study import Run, app_command, app_words, load_study
 from apmt.tables import APP_KERNEL, read_table
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,6 +15,7 @@ import pytest
 from test_diagnose_lcpi import MACHINE, WIDTH, why_not_here
 
 from apmt.diagnose import lcpi
+from apmt.diagnose.study import read_study
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 PAIR = "LAMMPS_NS::PairLJCut::compute"
@@ -38,7 +39,7 @@ def lammps(tmp_path_factory: pytest.TempPathFactory, cli) -> dict:
 
 
 def test_lammps_hot_kernel_is_assessed_with_every_measurable_category(lammps: dict) -> None:
-    table = lcpi.assess(lcpi.read_study(lammps["folder"]))
+    table = lcpi.assess(read_study(lammps["folder"]))
     rows = table[table["kernel"] == PAIR].set_index("category")
     assert not rows.empty, sorted(set(table["kernel"]))
     # the pair force loop: counted instructions, cycles derived from the sampled time

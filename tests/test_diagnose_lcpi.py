@@ -25,11 +25,12 @@ from test_collect import HAVE_MPI
 
 from apmt.collect.backends.cpu import pmu_answers
 from apmt.diagnose import compare, diagnose, lcpi, validity
-from apmt.diagnose.oneoff import parse_command
 from apmt.diagnose.render import to_html, to_text
 from apmt.diagnose.section import SEVERITIES, Section
+from apmt.diagnose.study import StudyData, read_study
 from apmt.errors import ApmtError
 from apmt.machine import load_machine
+from apmt.oneoff import parse_command
 from apmt.tables import write_table
 
 PROGRAMS = Path(__file__).resolve().parent / "mpi_programs"
@@ -77,7 +78,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, cli) -> dict[str, dict]:
 
 
 def kernel_table(run: dict, kernel: str) -> pd.DataFrame:
-    table = lcpi.assess(lcpi.read_study(run["folder"]))
+    table = lcpi.assess(read_study(run["folder"]))
     rows = table[table["kernel"] == kernel].set_index("category")
     assert not rows.empty, f"{kernel} was not assessed: {sorted(set(table['kernel']))}"
     return rows
@@ -360,18 +361,18 @@ def test_a_machine_file_beside_the_study_is_found_through_the_study(tmp_path: Pa
     record = {**json.loads(provenance.read_text()), "machine": "my-node",
               "study_file": str(study)}
     provenance.write_text(json.dumps(record))
-    assert lcpi.read_study(folder).machine["name"] == "my-node"
+    assert read_study(folder).machine["name"] == "my-node"
     study.unlink()
     with pytest.raises(ApmtError, match=r"'machine'.*my-node.*--machine"):
-        lcpi.read_study(folder)
+        read_study(folder)
 
 
 def test_the_assessed_run_is_the_largest_p_whose_ranks_had_a_core_each() -> None:
     """Ranks sharing cores share caches and bandwidth too: P=3 and 4 oversubscribed 2 cores."""
     table = pd.DataFrame({"kernel": "k", "metric": "time", "p": [1, 2, 3, 4], "value": 1.0})
     provenance = {"oversubscribed_runs": ["p3_r1", "p4_r1", "p3_r2", "p4_r2"]}
-    data = lcpi.StudyData(Path("."), table, [], provenance, None, None, None)
+    data = StudyData(Path("."), table, [], provenance, None, None, None)
     assert lcpi.assessed_point(data) == {"p": 2}
     everywhere = {"oversubscribed_runs": [f"p{p}_r1" for p in range(1, 5)]}
-    assert lcpi.assessed_point(lcpi.StudyData(Path("."), table, [], everywhere, None, None,
+    assert lcpi.assessed_point(StudyData(Path("."), table, [], everywhere, None, None,
                                               None)) == {"p": 4}

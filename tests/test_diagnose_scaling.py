@@ -23,6 +23,7 @@ from apmt.diagnose.scaling import (
     sections,
 )
 from apmt.diagnose.section import SEVERITIES, Section
+from apmt.diagnose.study import read_study
 from apmt.errors import ApmtError
 from apmt.ingest import import_profiles
 from apmt.kernels import NONSCALABLE_SLOPE
@@ -151,12 +152,15 @@ def test_predicted_scales_join_the_default_ones(relearn: dict, tmp_path: Path) -
     folder = study_folder(tmp_path / "study", model, measurements)
     write_table(predict(model, pd.DataFrame({"p": [1000, 8192], "n": [9000.0, 9000.0]})),
                 folder / "predictions.csv")
-    weak = section(sections(folder), "Weak scaling")
     measured = [32, 64, 128, 256, 512]
+    unasked = section(sections(folder), "Weak scaling")    # a file is read only when named
+    assert unasked.table["p"].tolist() == scale_points(measured)
+    data = read_study(folder, predictions=folder / "predictions.csv")
+    weak = section(sections(folder, data=data), "Weak scaling")
     assert weak.table["p"].tolist() == sorted([*scale_points(measured), 1000, 8192])
     (folder / "predictions.csv").write_text("kernel,metric,p,n,predicted\nx,time,many,1,2\n")
     with pytest.raises(ApmtError, match=r"predictions.csv: row 2, column 'p': 'many'"):
-        sections(folder)
+        read_study(folder, predictions=folder / "predictions.csv")
 
 
 def test_chosen_scales_and_bad_ones(relearn: dict) -> None:

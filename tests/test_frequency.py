@@ -16,8 +16,8 @@ from test_workflow_run import ring, snakemake_command, workflow_copy  # noqa: F4
 
 from apmt.collect.cpufreq import frequency_control
 from apmt.collect.frequency import slurm_mark
-from apmt.collect.study import Run, Study, frequency_suffix, with_frequency
 from apmt.refine import judge_frequency
+from apmt.study import Run, Study, frequency_suffix, with_frequency
 
 needs_mpi = pytest.mark.skipif(not (shutil.which("mpicc") and shutil.which("mpirun")),
                                reason="needs mpicc and mpirun (scripts/install.sh)")

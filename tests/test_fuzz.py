@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from apmt.collect.backends.cachegrind import Cachegrind
-from apmt.collect.study import load_study
 from apmt.errors import ApmtError
 from apmt.ingest import import_profiles
 from apmt.machine import load_machine
+from apmt.study import load_study
 from apmt.tables import read_table
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -246,7 +246,7 @@ def test_a_byte_0xff_in_a_cachegrind_file_is_one_line(tmp_path: Path) -> None:
 
 def test_a_cut_run_record_is_called_damaged(tmp_path: Path) -> None:
     from apmt.collect.extract import _app_rows
-    from apmt.collect.study import Run
+    from apmt.study import Run
     run = tmp_path / "p2_r1"
     shutil.copytree(FIXTURES / "run-record", run)
     text = (run / "run.json").read_text()

@@ -10,11 +10,11 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from apmt import layout
 from apmt.evaluate import evaluate
 from apmt.ingest import import_profiles
 from apmt.model import build_model, save_model
 from apmt.report import (
-    FIGURES,
     _suptitle,
     main,
     plot_breakdown,
@@ -202,7 +202,7 @@ def test_command_writes_all_figures(study, tmp_path):
     save_model(study["model"], folder / "model.json")
     write_table(study["evaluation"], folder / "evaluation.csv")
     assert main([str(folder), "-o", str(folder / "figures")]) == 0
-    for name in FIGURES:
+    for name in layout.FIGURE_NAMES:
         check_png(folder / "figures" / f"{name}.png")
 
 

@@ -24,8 +24,8 @@ from test_collect import HAVE_MPI, FakeBackend, study_file
 from apmt.collect.extract import extract
 from apmt.collect.interrupt import Interrupted, raise_if_interrupted, stopped_by_signals
 from apmt.collect.runner import load_study_machine, make_backends, run_study
-from apmt.collect.study import load_study
 from apmt.errors import ApmtError
+from apmt.study import load_study
 
 REPO = Path(__file__).resolve().parents[1]
 needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs mpicc and mpirun (Open MPI)")

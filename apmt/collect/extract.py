@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from apmt import __version__
+from apmt import __version__, layout
 from apmt.collect.backends.base import Backend
 from apmt.collect.runner import (
     DONE,
@@ -34,23 +34,16 @@ from apmt.collect.runner import (
     make_backends,
     needs_pass,
     pass_name,
-    raw_dir,
     timing_pass,
 )
-from apmt.collect.study import Run, Study
 from apmt.errors import ApmtError
 from apmt.inputs import is_number, shown
+from apmt.study import Run, Study
 from apmt.tables import APP_KERNEL, TIME_METRIC, check_table, write_table, write_text_atomic
 
 log = logging.getLogger("apmt")
 
-MEASUREMENTS, COMMUNICATION = "measurements.csv", "comm.csv"
-PROVENANCE = f"{MEASUREMENTS}.provenance.json"   # beside the table, where apmt fit reads it
 MAX_WALL_S = 1e9                                 # 30 years: a longer wall time is damage
-
-
-def output_dir(results_dir: str | Path, study: Study) -> Path:
-    return Path(results_dir) / study.name
 
 
 def extract(results_dir: str | Path, study: Study, backends: list[Backend] | None = None,
@@ -67,17 +60,18 @@ def extract(results_dir: str | Path, study: Study, backends: list[Backend] | Non
     if backends is None:
         backends = make_backends(study, machine)
     runs, measurements = read_measurements(results_dir, study, backends)
-    source = str(raw_dir(results_dir, study))
+    source = str(layout.raw_dir(study.name, results_dir))
     communication = _communication(runs, study)
     if not communication.empty:
         communication = check_table(communication, source, "communication",
                                     study.param_names)
-    out = Path(out_dir) if out_dir is not None else output_dir(results_dir, study)
-    write_table(measurements, out / MEASUREMENTS)
+    out = Path(out_dir) if out_dir is not None else layout.study_dir(study.name, results_dir)
+    write_table(measurements, out / layout.MEASUREMENTS)
     if not communication.empty:
-        write_table(communication, out / COMMUNICATION)
+        write_table(communication, out / layout.COMM)
     record = provenance(study, runs, backends, machine)
-    write_text_atomic(json.dumps(record, indent=1, default=str) + "\n", out / PROVENANCE)
+    write_text_atomic(json.dumps(record, indent=1, default=str) + "\n",
+                      out / layout.MEASUREMENTS_PROVENANCE)
     return measurements, communication
 
 
@@ -87,14 +81,15 @@ def read_measurements(results_dir: Path, study: Study, backends: list[Backend]
     finished."""
     runs = finished_runs(results_dir, study, backends)
     if not runs:
-        raise ApmtError(f"{raw_dir(results_dir, study)}: no finished run of study "
+        raise ApmtError(f"{layout.raw_dir(study.name, results_dir)}: no finished run of study "
                         f"{study.name!r} to extract")
     for _, dirs in runs:
         for run_dir in dirs:
             if run_dir is not None:
                 check_run_files(run_dir)
-    table = check_table(_measurements(runs, backends, study), str(raw_dir(results_dir, study)),
-                        "measurements", study.param_names)
+    table = check_table(_measurements(runs, backends, study),
+                        str(layout.raw_dir(study.name, results_dir)), "measurements",
+                        study.param_names)
     return runs, table
 
 
@@ -103,7 +98,7 @@ def finished_runs(results_dir: Path, study: Study,
     """Runs whose every pass has finished, with their pass folders (first pass first)."""
     out = []
     for run in study.runs():
-        dirs = [raw_dir(results_dir, study) / pass_name(run, index)
+        dirs = [layout.raw_dir(study.name, results_dir) / pass_name(run, index)
                 if needs_pass(run, backend) else None
                 for index, backend in enumerate(backend_passes(backends))]
         if dirs[0] is not None and all(d is None or (d / DONE).exists() for d in dirs):

@@ -1,6 +1,6 @@
 """Refinement's lower-frequency rerun (paper 000, 3.4): one P's runs at a lowered CPU clock.
 
-The runs go into folders of their own (``p4_r1_f2000MHz``: apmt.collect.study.with_frequency),
+The runs go into folders of their own (``p4_r1_f2000MHz``: apmt.study.with_frequency),
 never mixed with the study's runs. Locally the frequency is pinned with
 apmt.collect.cpufreq.pinned_frequency for the duration of the runs; inside a Slurm job the job's
 ``sbatch --cpu-freq`` sets it. Either way each run.json says which frequency was asked for,
@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from apmt import layout
 from apmt.collect.backends.base import Backend
 from apmt.collect.cpufreq import frequency_control, pinned_frequency
 from apmt.collect.extract import finished_runs, read_measurements
-from apmt.collect.runner import RunRecord, load_run_json, raw_dir, run_study, timing_pass
-from apmt.collect.study import Run, Study, with_frequency, with_p
+from apmt.collect.runner import RunRecord, load_run_json, run_study, timing_pass
 from apmt.errors import ApmtError
+from apmt.study import Run, Study, with_frequency, with_p
 
 MIN_DROP = 0.05   # under Slurm, the measured clock must drop this much for the rerun to count
-SIDECAR = ".provenance.json"
 
 
 def run_at_frequency(study: Study, results_dir: Path, backends: list[Backend], ghz: float,
@@ -108,8 +108,9 @@ def extract_frequency(results_dir: Path, study: Study, p: int, ghz: float,
         finished[name], table = read_measurements(Path(results_dir), runs, backends)
         clock = median_mhz(finished[name], backends)
         if clock is None:
-            raise ApmtError(f"{raw_dir(results_dir, study)}: no finished run with a measured "
-                            f"clock (run.json field 'cpu_mhz') among the {name} runs at P={p}")
+            raise ApmtError(f"{layout.raw_dir(study.name, results_dir)}: no finished run with "
+                            f"a measured clock (run.json field 'cpu_mhz') among the {name} runs "
+                            f"at P={p}")
         frames.append(table.assign(frequency_ghz=clock / 1000))
         sets[name] = clock / 1000
     marks = [_timing_record(dirs, backends) for _, dirs in finished["lowered"]]
@@ -120,10 +121,5 @@ def extract_frequency(results_dir: Path, study: Study, p: int, ghz: float,
               "machine_file": study.machine}
     table = pd.concat(frames, ignore_index=True)
     write_table(table, output)
-    write_text_atomic(json.dumps(record, indent=1) + "\n", frequency_sidecar(output))
+    write_text_atomic(json.dumps(record, indent=1) + "\n", layout.sidecar(output))
     return table
-
-
-def frequency_sidecar(table: Path) -> Path:
-    return table.with_name(table.name + SIDECAR)
-

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
-from apmt import __version__
+from apmt import __version__, layout
 from apmt.collect.backends.base import Backend
 from apmt.collect.interrupt import (
     die_with_parent,
@@ -57,7 +57,8 @@ from apmt.collect.launch import (
     running_as_root,
     version_text,
 )
-from apmt.collect.study import (
+from apmt.errors import ApmtError
+from apmt.study import (
     Run,
     Study,
     app_command,
@@ -66,7 +67,6 @@ from apmt.collect.study import (
     find_program,
     program_of,
 )
-from apmt.errors import ApmtError
 
 log = logging.getLogger("apmt")
 
@@ -158,7 +158,7 @@ def with_machine(study: Study, results_dir: Path,
     that measures time only: it has no caches to simulate and no counts to weigh."""
     if study.machine is not None or study.backend in TIME_ONLY_BACKENDS:
         return study
-    runs = sorted(raw_dir(results_dir, study).glob(f"*/{RUN_JSON}"))
+    runs = sorted(layout.raw_dir(study.name, results_dir).glob(f"*/{RUN_JSON}"))
     recorded = (read_run_json(runs[0].parent) or {}).get("machine") if runs else None
     chosen = recorded if recorded and Path(recorded).is_file() else str(measure())
     return replace(study, machine=chosen)
@@ -244,7 +244,7 @@ def check_finished_runs(study: Study, results_dir: Path, backends: list[Backend]
     """Finished runs are only reused if they ran this command with this backend."""
     for run in study.runs():
         for index, backend in enumerate(backend_passes(backends)):
-            run_dir = raw_dir(results_dir, study) / pass_name(run, index)
+            run_dir = layout.raw_dir(study.name, results_dir) / pass_name(run, index)
             if not needs_pass(run, backend):
                 continue
             info = read_run_json(run_dir) if (run_dir / DONE).exists() else None
@@ -260,10 +260,6 @@ def check_finished_runs(study: Study, results_dir: Path, backends: list[Backend]
 
 
 # ---------------------------------------------------------------------------------- paths
-
-def raw_dir(results_dir: Path, study: Study) -> Path:
-    return Path(results_dir) / "raw" / study.name
-
 
 def pass_name(run: Run, index: int) -> str:
     return run.name if index == 0 else f"{run.name}.pass{index + 1}"
@@ -414,7 +410,7 @@ def plan(study: Study, results_dir: Path, backends: list[Backend],
         for index, backend in enumerate(backend_passes(backends)):
             if not needs_pass(run, backend):
                 continue
-            run_dir = (raw_dir(results_dir, study) / pass_name(run, index)).absolute()
+            run_dir = (layout.raw_dir(study.name, results_dir) / pass_name(run, index)).absolute()
             around, prefix = measurement_prefixes(backend, run_dir, launcher)
             line = " ".join(w for w in (shlex.join(prefix), app_command(study, run, run_dir))
                             if w)
@@ -469,7 +465,7 @@ def stored_runs(study: Study, results_dir: str | Path,
         for index, backend in enumerate(backend_passes(backends)):
             if not needs_pass(run, backend):
                 continue
-            run_dir = (raw_dir(Path(results_dir), study) / pass_name(run, index)).absolute()
+            run_dir = (layout.raw_dir(study.name, results_dir) / pass_name(run, index)).absolute()
             stored = (run_dir / DONE).exists()
             info = (read_run_json(run_dir) or {}) if stored else {}
             records.append(RunRecord(

@@ -17,7 +17,6 @@ import pandas as pd
 from apmt.diagnose.lcpi import (
     Bound,
     Config,
-    StudyData,
     assessed_point,
     bar_chars,
     counted_value,
@@ -27,10 +26,10 @@ from apmt.diagnose.lcpi import (
     key_kernels,
     load_config,
     point_values,
-    read_study,
     scale,
 )
 from apmt.diagnose.section import Finding, Section
+from apmt.diagnose.study import StudyData, read_study
 from apmt.display import seconds
 from apmt.tables import APP_KERNEL, TIME_METRIC
 

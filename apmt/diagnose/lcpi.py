@@ -35,17 +35,19 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from apmt.collect.backends.cpu import KNOWN_METRICS
-from apmt.collect.extract import MEASUREMENTS, PROVENANCE
 from apmt.diagnose.imbalance import oversubscribed
 from apmt.diagnose.section import Finding, Section
+from apmt.diagnose.study import StudyData, read_study
 from apmt.errors import ApmtError
 from apmt.kernels import KEY_THRESHOLD, classify
-from apmt.machine import check_machine, hertz, load_machine
+from apmt.machine import hertz
 from apmt.series import points
-from apmt.tables import APP_KERNEL, TIME_METRIC, parameter_columns, read_json, read_table
+from apmt.tables import (
+    APP_KERNEL,
+    COUNTER_METRICS,
+    TIME_METRIC,
+)
 
-MODEL = "model.json"
 OVERALL = "overall"
 NOT_MEASURED = "not measured"
 TLB_AND_FP = ("floating_point", "data_tlb", "instruction_tlb")
@@ -146,7 +148,7 @@ def _category(data: dict, where: str, source: str) -> Category:
         terms = []
         for j, term in enumerate(formula.get("terms") or []):
             metrics = tuple(term.get("metrics") or ())
-            unknown = [m for m in metrics if m not in KNOWN_METRICS]
+            unknown = [m for m in metrics if m not in COUNTER_METRICS]
             if not metrics or unknown:
                 raise ApmtError(f"{source}: field '{where}.formulas[{i}].terms[{j}].metrics': "
                                 f"{list(metrics)!r} (unknown: {unknown or 'none given'})")
@@ -163,84 +165,6 @@ def load_remedies(path: str | Path | None = None) -> dict:
     if not isinstance(categories, dict):
         raise ApmtError(f"{path}: field 'categories' must map category keys to remedies")
     return categories
-
-
-# ------------------------------------------------------------------------------ the study folder
-
-@dataclass
-class StudyData:
-    """What a diagnosis reads from ``results/<study>/``."""
-
-    folder: Path
-    table: pd.DataFrame
-    params: list[str]
-    provenance: dict
-    model: dict | None
-    machine: dict | None
-    machine_source: str | None
-
-
-def read_study(folder: str | Path, machine: str | Path | None = None) -> StudyData:
-    """The measurements, their provenance, the model (if fitted) and the machine file: the
-    one given, else the one the provenance or the model names."""
-    folder = Path(folder)
-    table = read_table(folder / MEASUREMENTS)
-    provenance = _provenance(folder)
-    model = _model(folder)
-    params = list(provenance.get("params") or parameter_columns(table))
-    params = [name for name in params if name in table.columns]
-    found, source = _machine(folder, machine, provenance, model)
-    return StudyData(folder, table, params, provenance, model, found, source)
-
-
-def _provenance(folder: Path) -> dict:
-    path = folder / PROVENANCE
-    return read_json(path) if path.is_file() else {}
-
-
-def _model(folder: Path) -> dict | None:
-    if not (folder / MODEL).is_file():
-        return None
-    from apmt.model import load_model
-    try:
-        return load_model(folder / MODEL)
-    except (KeyError, TypeError, ValueError) as error:
-        raise ApmtError(f"{folder / MODEL}: not a valid apmt model ({error})") from None
-
-
-def _machine(folder: Path, given: str | Path | None, provenance: dict,
-             model: dict | None) -> tuple[dict | None, str | None]:
-    """The given machine; else the provenance's (the file or shipped name the runs were
-    measured with, or its name), the study file's, or the one stored in model.json."""
-    if given is not None:
-        return load_machine(given), f"--machine {given}"
-    problem = None
-    for named in (provenance.get("machine_file"), provenance.get("machine"),
-                  _study_machine(provenance)):
-        if not named:
-            continue
-        try:
-            return load_machine(named), "named by the study"
-        except ApmtError as error:
-            problem = problem or error
-    if model is not None and isinstance(model.get("machine"), dict):
-        return check_machine(model["machine"], str(folder / MODEL)), "stored in model.json"
-    if problem is not None:
-        raise ApmtError(f"{folder / PROVENANCE}: field 'machine': {problem} (give one with "
-                        "--machine)")
-    return None, None
-
-
-def _study_machine(provenance: dict) -> str | None:
-    """The machine field of the study file the provenance names, if it is still there."""
-    path = provenance.get("study_file")
-    if not path or not Path(path).is_file():
-        return None
-    from apmt.collect.study import load_study
-    try:
-        return load_study(path).machine
-    except ApmtError:
-        return None
 
 
 # ---------------------------------------------------------------------------------- kernels

@@ -35,15 +35,16 @@ checks: one row per kernel with counters: kernel, contention (E = LLC misses / m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from apmt import layout
 from apmt.comm import kind_of
 from apmt.diagnose import imbalance
 from apmt.diagnose.section import Finding, Section
+from apmt.diagnose.study import StudyData, read_study
 from apmt.display import seconds
 from apmt.errors import ApmtError
 from apmt.kernels import KEY_THRESHOLD, NONSCALABLE_SLOPE, OTHERS
@@ -53,11 +54,10 @@ from apmt.model import (
     application_trust,
     assemble,
     contributions,
-    load_model,
 )
 from apmt.names import MPI_NAME, MPI_RUNTIME
 from apmt.series import MIN_DISTINCT_P, measured_points, per_run, points, scale_points
-from apmt.tables import APP_KERNEL, TIME_METRIC, parameter_columns, read_json, read_table
+from apmt.tables import APP_KERNEL, TIME_METRIC, check_table, parameter_columns
 from apmt.trust import UNSUPPORTED
 
 TOP_RANKS = 3          # "among the top" of the kernel ranking: paper 001 tunes the top few
@@ -80,23 +80,16 @@ SCALING = "Scaling"    # the title when the scaling part cannot be diagnosed
 NOT_SEEN = "not seen"  # a time the study did not measure
 
 
-@dataclass
-class Study:
-    """What a results folder holds for the diagnosis."""
-    measurements: pd.DataFrame
-    model: dict | None
-    comm: pd.DataFrame | None
-    predicted_p: list[float]
-    oversubscribed_p: set[int]
-
-
-def sections(study_dir: Path, p_values: Sequence[int] | None = None) -> list[Section]:
+def sections(study_dir: Path, p_values: Sequence[int] | None = None, *,
+             data: StudyData | None = None) -> list[Section]:
     """The scaling diagnosis of one study: strong (and weak) scaling, kernel ranking,
     non-scalable functions, load imbalance, contention and CPI checks. Without runs at
     3 P or without model.json, the scaling part says why and the imbalance is still there."""
     study_dir = Path(study_dir)
-    study = read_study(study_dir)
-    measurements, model = study.measurements, study.model
+    data = data or read_study(study_dir)
+    model = data.model
+    measurements = check_table(data.table, str(study_dir / layout.MEASUREMENTS),
+                               "measurements", model["params"] if model else None)
     measured = sorted(float(p) for p in measurements["p"].unique())
     params = model["params"] if model else parameter_columns(measurements)
     result = []
@@ -108,14 +101,14 @@ def sections(study_dir: Path, p_values: Sequence[int] | None = None) -> list[Sec
             "or a study with apmt profile)")))
     elif model is None:
         result.append(Section(SCALING, note=(
-            f"not diagnosed: {study_dir / 'model.json'} is missing (apmt fit "
-            f"{study_dir / 'measurements.csv'} -o {study_dir / 'model.json'})")))
+            f"not diagnosed: {study_dir / layout.MODEL} is missing (apmt fit "
+            f"{study_dir / layout.MEASUREMENTS} -o {study_dir / layout.MODEL})")))
     else:
-        scales = _p_values(p_values, measured, study.predicted_p, study_dir)
+        scales = _p_values(p_values, measured, data.predicted_p, study_dir)
         result += scaling_sections(model, measurements, scales)
     threshold = model["threshold"] if model else KEY_THRESHOLD
-    result.append(imbalance.section(measurements, study.comm, params, threshold,
-                                    study.oversubscribed_p))
+    result.append(imbalance.section(measurements, data.comm, params, threshold,
+                                    data.oversubscribed_p))
     if model is not None:
         result.append(checks_section(model))
     return result
@@ -537,43 +530,6 @@ def _checks_note(contention: dict, cpi: dict) -> str | None:
     if not cpi:
         missing.append("CPI (needs cycles and instructions)")
     return ("not measured: " + "; ".join(missing)) if missing else None
-
-
-# ------------------------------------------------------------------------------ reading
-
-def read_study(study_dir: Path) -> Study:
-    """The tables of a results folder; model.json may be absent when fewer than 3 P ran."""
-    model_path = study_dir / "model.json"
-    model = load_model(model_path) if model_path.exists() else None
-    measurements = read_table(study_dir / "measurements.csv",
-                              params=model["params"] if model else None)
-    comm_path = study_dir / "comm.csv"
-    comm = read_table(comm_path, "communication", model["params"] if model else None) \
-        if comm_path.exists() else None
-    return Study(measurements, model, comm, _predicted_p(study_dir / "predictions.csv"),
-                 imbalance.oversubscribed(_provenance(study_dir)))
-
-
-def _predicted_p(path: Path) -> list[float]:
-    """The P of a predictions table: the scales the study asked for."""
-    if not path.exists():
-        return []
-    try:
-        p = pd.read_csv(path, usecols=["p"])["p"]
-    except (ValueError, OSError, pd.errors.ParserError) as error:
-        raise ApmtError(f"{path}: not a readable predictions table ({error})") from None
-    values = pd.to_numeric(p, errors="coerce")
-    bad = values.isna() | (values < 1)
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ApmtError(f"{path}: row {row + 2}, column 'p': {p.iloc[row]!r} is not a "
-                        "process count")
-    return sorted(set(values.astype(float)))
-
-
-def _provenance(study_dir: Path) -> dict | None:
-    path = study_dir / "measurements.csv.provenance.json"
-    return read_json(path) if path.exists() else None
 
 
 def _p_values(requested: Sequence[int] | None, measured: list[float],

@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from apmt.diagnose.lcpi import StudyData, describe_point, key_kernels, load_config, read_study
+from apmt.diagnose.lcpi import describe_point, key_kernels, load_config
 from apmt.diagnose.section import Finding, Section
+from apmt.diagnose.study import StudyData, read_study
 from apmt.display import number, seconds
 from apmt.series import per_run
 from apmt.tables import APP_KERNEL, TIME_METRIC

@@ -8,7 +8,7 @@ rule artifact:
     input:
         final_outputs(),
     output:
-        manifest="results/artifact/manifest.tsv",
+        manifest=str(layout.RESULTS / layout.ARTIFACT),
     params:
         studies=artifact_studies(),
     log:

@@ -15,7 +15,23 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from apmt import layout
 from apmt.errors import ApmtError
+from apmt.layout import (
+    COMM,
+    DECISION,
+    DIAGNOSIS_HTML,
+    DIAGNOSIS_TEXT,
+    EVALUATION,
+    FREQUENCY,
+    FREQUENCY_SOLUTION,
+    MEASUREMENTS,
+    MEASUREMENTS_PROVENANCE,
+    MODEL,
+    PREDICTIONS,
+    REFINEMENT,
+    VALIDATION,
+)
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 
@@ -80,7 +96,32 @@ def study_settings(wildcards) -> dict:
     return config["studies"][wildcards.study]
 
 
-FIGURES = ("fits", "scaling", "breakdown", "errors", "ranking")  # as apmt.report.FIGURES
+# --- paths: apmt.layout names every file; "{study}", "{round}", "{p}" stay wildcards -------
+
+
+def study_file(name: str, study: str = "{study}") -> str:
+    """A file of a study's results folder."""
+    return str(layout.study_dir(study) / name)
+
+
+def round_file(name: str, study: str = "{study}", round_index: int | str = "{round}") -> str:
+    """A file of a refinement round's folder."""
+    return str(layout.round_dir(study, round_index) / name)
+
+
+def figure_file(name: str, study: str = "{study}") -> str:
+    return str(layout.figure(study, name))
+
+
+def run_summary(p: int | str = "{p}", mhz: int | str | None = None,
+                study: str = "{study}") -> str:
+    """The record of a profiling job's runs at P (at a lower frequency: ``mhz``)."""
+    return str(layout.run_summary(study, p, mhz))
+
+
+def results_folder(wildcards, output) -> str:
+    """The results folder of a job's outputs (apmt's --results): raw/ is kept there."""
+    return str(layout.results_of(output[0], wildcards.study))
 
 
 def study_targets(study: str) -> dict[str, list[str]]:
@@ -91,20 +132,21 @@ def study_targets(study: str) -> dict[str, list[str]]:
     files are missing): the model, the evaluation, and for a profiled study refinement.json,
     which comes with its tables."""
     settings = config["studies"][study]
-    out = f"results/{study}"
-    tables = [f"{out}/refinement.json"] if study in PROFILED else []
-    model = [*tables, f"{out}/model.json"]
-    targets = {f"{out}/model.json": tables,
-               f"{out}/diagnosis.txt": [*model, f"{out}/diagnosis.html"],
-               f"{out}/diagnosis.html": model}
+    tables = [study_file(REFINEMENT, study)] if study in PROFILED else []
+    model = [*tables, study_file(MODEL, study)]
+    diagnosed = [*model, *([study_file(PREDICTIONS, study)] if settings["predict"] else [])]
+    targets = {study_file(MODEL, study): tables,
+               study_file(DIAGNOSIS_TEXT, study): [*diagnosed, study_file(DIAGNOSIS_HTML, study)],
+               study_file(DIAGNOSIS_HTML, study): diagnosed}
     if study in PROFILED:
-        targets[f"{out}/refinement.json"] = []
+        targets[study_file(REFINEMENT, study)] = []
     if settings["holdout"]:
-        targets[f"{out}/evaluation.csv"] = tables
-        figures = [f"{out}/figures/{name}.png" for name in FIGURES]
-        targets |= {figure: [*model, f"{out}/evaluation.csv", *figures] for figure in figures}
+        targets[study_file(EVALUATION, study)] = tables
+        figures = [figure_file(name, study) for name in layout.FIGURE_NAMES]
+        targets |= {figure: [*model, study_file(EVALUATION, study), *figures]
+                    for figure in figures}
     if settings["predict"]:
-        targets[f"{out}/predictions.csv"] = model
+        targets[study_file(PREDICTIONS, study)] = model
     return targets
 
 
@@ -300,7 +342,7 @@ def profile_setup_files(wildcards) -> list[str]:
 
 
 def artifact_studies() -> list[str]:
-    return [f"results/{study}" for study in STUDIES]
+    return [str(layout.study_dir(study)) for study in STUDIES]
 
 
 # --- refinement -----------------------------------------------------------------------------
@@ -354,7 +396,7 @@ def frequency_run(study: str, round_index: int) -> dict | None:
 
 
 def frequency_mhz(ghz: float) -> int:
-    """The frequency as run names and file names carry it (apmt.collect.study)."""
+    """The frequency as run names and file names carry it (apmt.study)."""
     return round(float(ghz) * 1000)
 
 
@@ -363,7 +405,7 @@ def asked_frequency(wildcards) -> dict:
     previous = int(wildcards.round) - 1
     run = frequency_run(wildcards.study, previous)
     if run is None:
-        raise ValueError(f"results/{wildcards.study}/rounds/r{previous}/decision.json: field "
+        raise ValueError(f"{round_file(DECISION, wildcards.study, previous)}: field "
                          f"'action' is not lower_frequency: round {wildcards.round} has no "
                          "lower-frequency runs")
     return {"p": int(run["p"]), "mhz": frequency_mhz(run["frequency_ghz"])}
@@ -372,15 +414,15 @@ def asked_frequency(wildcards) -> dict:
 def frequency_runs(wildcards) -> dict:
     """The rerun's runs and the base runs of the same P, for the round's frequency table."""
     asked = asked_frequency(wildcards)
-    runs = f"results/{wildcards.study}/runs/p{asked['p']}"
-    return {"base": f"{runs}.json", "lowered": f"{runs}_f{asked['mhz']}.json"}
+    return {"base": run_summary(asked["p"], study=wildcards.study),
+            "lowered": run_summary(asked["p"], asked["mhz"], wildcards.study)}
 
 
 def round_frequency_table(wildcards) -> list[str]:
     """The frequency table of a round that follows a lower_frequency decision (else none)."""
     if frequency_run(wildcards.study, int(wildcards.round) - 1) is None:
         return []
-    return [f"results/{wildcards.study}/rounds/r{wildcards.round}/frequency.csv"]
+    return [round_file(FREQUENCY, wildcards.study, wildcards.round)]
 
 
 def frequency_table_option(wildcards, input) -> str:
@@ -408,8 +450,7 @@ def accepted_frequency_solution(wildcards) -> list[str]:
     accepted = [r for r in range(final_round(wildcards.study) + 1)
                 if (decision(wildcards.study, r).get("frequency_solution") or {})
                 .get("accepted")]
-    return [f"results/{wildcards.study}/rounds/r{accepted[-1]}/frequency_solution.csv"] \
-        if accepted else []
+    return [round_file(FREQUENCY_SOLUTION, wildcards.study, accepted[-1])] if accepted else []
 
 
 def frequency_solution_option(wildcards, input) -> str:
@@ -418,7 +459,7 @@ def frequency_solution_option(wildcards, input) -> str:
 
 
 def round_runs(wildcards) -> list[str]:
-    return [f"results/{wildcards.study}/runs/p{p}.json"
+    return [run_summary(p, study=wildcards.study)
             for p in round_p(wildcards.study, int(wildcards.round))]
 
 
@@ -427,30 +468,25 @@ def round_p_option(wildcards) -> str:
 
 
 def round_comm(wildcards) -> list[str]:
-    return [f"results/{wildcards.study}/rounds/r{wildcards.round}/comm.csv"] \
+    return [round_file(COMM, wildcards.study, wildcards.round)] \
         if wildcards.study in PROFILED else []
-
-
-def final_round_dir(wildcards) -> str:
-    return f"results/{wildcards.study}/rounds/r{final_round(wildcards.study)}"
 
 
 def final_round_table(name: str):
     """An input function: the last round's table of this name."""
-    return lambda wildcards: f"{final_round_dir(wildcards)}/{name}"
+    return lambda wildcards: round_file(name, wildcards.study, final_round(wildcards.study))
 
 
 def decisions(wildcards) -> list[str]:
     """Every round's decision, the last one included (none when refinement is off)."""
     if not refines(wildcards.study):
         return []
-    return [f"results/{wildcards.study}/rounds/r{r}/decision.json"
+    return [round_file(DECISION, wildcards.study, r)
             for r in range(final_round(wildcards.study) + 1)]
 
 
 def previous_decisions(wildcards) -> list[str]:
-    return [f"results/{wildcards.study}/rounds/r{r}/decision.json"
-            for r in range(int(wildcards.round))]
+    return [round_file(DECISION, wildcards.study, r) for r in range(int(wildcards.round))]
 
 
 def refine_options(wildcards) -> str:
@@ -475,7 +511,7 @@ def refine_options(wildcards) -> str:
 
 def comm_table(wildcards) -> list[str]:
     """The communication table: the MPI traces of a profiled study (imports have none)."""
-    return [f"results/{wildcards.study}/comm.csv"] if wildcards.study in PROFILED else []
+    return [study_file(COMM, wildcards.study)] if wildcards.study in PROFILED else []
 
 
 def comm_option(wildcards, input) -> str:
@@ -498,7 +534,7 @@ def machine_option(wildcards) -> str:
     memory terms where cycles were counted, and the contention check); imports have none."""
     if wildcards.study not in PROFILED:
         return ""
-    from apmt.collect.study import load_study
+    from apmt.study import load_study
 
     machine = load_study(profile_study_file(wildcards)).machine
     return shlex.join(["--machine", machine]) if machine else ""
@@ -535,3 +571,13 @@ def prediction_points(wildcards) -> str:
     for point in study_settings(wildcards)["predict"]:
         options += ["--at", ",".join(f"{name}={value}" for name, value in point.items())]
     return shlex.join(options)
+
+
+def predictions_table(wildcards) -> list[str]:
+    """The study's predictions, when it lists points to predict: the diagnosis shows their P."""
+    return [study_file(PREDICTIONS, wildcards.study)] if study_settings(wildcards)["predict"] \
+        else []
+
+
+def predictions_option(wildcards, input) -> str:
+    return shlex.join(["--predictions", input.predictions[0]]) if input.predictions else ""

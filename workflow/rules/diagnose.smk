@@ -5,21 +5,27 @@
 
 rule diagnose:
     input:
-        measurements="results/{study}/measurements.csv",
-        model="results/{study}/model.json",
+        measurements=study_file(MEASUREMENTS),
+        provenance=study_file(MEASUREMENTS_PROVENANCE),
+        model=study_file(MODEL),
         comm=comm_table,
+        # the P the study asked to predict, which the scaling part shows too
+        predictions=predictions_table,
     output:
-        text="results/{study}/diagnosis.txt",
+        text=study_file(DIAGNOSIS_TEXT),
         html=report(
-            "results/{study}/diagnosis.html",
+            study_file(DIAGNOSIS_HTML),
             caption="../report/diagnosis.rst",
             category="Diagnosis",
             labels={"study": "{study}", "kind": "diagnosis"},
         ),
+    params:
+        folder=lambda wildcards: layout.study_dir(wildcards.study),
+        predictions=predictions_option,
     log:
         "logs/{study}/diagnose.log",
     conda:
         "../envs/apmt.yaml"
     shell:
-        "apmt diagnose results/{wildcards.study} -o {output.text} --html {output.html}"
-        " > {log} 2>&1"
+        "apmt diagnose {params.folder:q} {params.predictions} -o {output.text}"
+        " --html {output.html} > {log} 2>&1"

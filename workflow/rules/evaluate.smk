@@ -5,18 +5,18 @@
 
 rule evaluate_model:
     input:
-        measurements="results/{study}/measurements.csv",
+        measurements=study_file(MEASUREMENTS),
         comm=comm_table,
         # where the table came from: an imported one cannot be refined with new runs
-        provenance="results/{study}/measurements.csv.provenance.json",
+        provenance=study_file(MEASUREMENTS_PROVENANCE),
     output:
         evaluation=report(
-            "results/{study}/evaluation.csv",
+            study_file(EVALUATION),
             caption="../report/evaluation.rst",
             category="Accuracy",
             labels={"study": "{study}", "table": "evaluation"},
         ),
-        validation="results/{study}/validation.json",
+        validation=study_file(VALIDATION),
     params:
         comm=comm_option,
         holdout=holdout,

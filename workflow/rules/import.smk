@@ -6,8 +6,8 @@ rule import_profiles:
     input:
         profiles=import_paths,
     output:
-        measurements="results/{study}/measurements.csv",
-        provenance="results/{study}/measurements.csv.provenance.json",
+        measurements=study_file(MEASUREMENTS),
+        provenance=study_file(MEASUREMENTS_PROVENANCE),
     wildcard_constraints:
         study=study_pattern(IMPORTED),
     params:

@@ -3,13 +3,13 @@
 
 rule fit_model:
     input:
-        measurements="results/{study}/measurements.csv",
+        measurements=study_file(MEASUREMENTS),
         comm=comm_table,
-        provenance="results/{study}/measurements.csv.provenance.json",
+        provenance=study_file(MEASUREMENTS_PROVENANCE),
         frequency_solution=accepted_frequency_solution,
     output:
         model=report(
-            "results/{study}/model.json",
+            study_file(MODEL),
             caption="../report/model.rst",
             category="Models",
             labels={"study": "{study}", "table": "model"},

@@ -3,10 +3,10 @@
 
 rule predict:
     input:
-        model="results/{study}/model.json",
+        model=study_file(MODEL),
     output:
         predictions=report(
-            "results/{study}/predictions.csv",
+            study_file(PREDICTIONS),
             caption="../report/predictions.rst",
             category="Predictions",
             labels={"study": "{study}", "table": "predictions"},

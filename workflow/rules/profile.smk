@@ -11,7 +11,7 @@ rule profile_p:
         study=profile_study_file,
         setup=profile_setup_files,
     output:
-        runs="results/{study}/runs/p{p}.json",
+        runs=run_summary(),
     wildcard_constraints:
         study=study_pattern(PROFILED),
     # the runs' timings are the data: locally nothing else runs beside them
@@ -26,13 +26,14 @@ rule profile_p:
         slurm_extra=profile_slurm_extra,
     params:
         stored=stored_option,
+        results=results_folder,
     log:
         "logs/{study}/profile/p{p}.log",
     conda:
         "../envs/apmt.yaml"
     shell:
         "apmt profile {input.study:q} --p {wildcards.p} --no-extract --summary {output.runs}"
-        " --results results {params.stored} > {log} 2>&1"
+        " --results {params.results} {params.stored} > {log} 2>&1"
 
 
 rule profile_frequency:
@@ -42,7 +43,7 @@ rule profile_frequency:
         study=profile_study_file,
         setup=profile_setup_files,
     output:
-        runs="results/{study}/runs/p{p}_f{mhz}.json",
+        runs=run_summary(mhz="{mhz}"),
     wildcard_constraints:
         study=study_pattern(PROFILED),
         mhz=r"[1-9][0-9]*",
@@ -55,13 +56,14 @@ rule profile_frequency:
         slurm_extra=frequency_slurm_extra,
     params:
         ghz=lambda wildcards: frequency_ghz_of(wildcards.mhz),
+        results=results_folder,
     log:
         "logs/{study}/profile/p{p}_f{mhz}.log",
     conda:
         "../envs/apmt.yaml"
     shell:
         "apmt profile {input.study:q} --p {wildcards.p} --frequency {params.ghz}"
-        " --summary {output.runs} --results results > {log} 2>&1"
+        " --summary {output.runs} --results {params.results} > {log} 2>&1"
 
 
 rule extract_frequency:
@@ -71,20 +73,21 @@ rule extract_frequency:
         unpack(frequency_runs),
         study=profile_study_file,
     output:
-        table="results/{study}/rounds/r{round}/frequency.csv",
-        provenance="results/{study}/rounds/r{round}/frequency.csv.provenance.json",
+        table=round_file(FREQUENCY),
+        provenance=round_file(FREQUENCY + layout.SIDECAR_SUFFIX),
     wildcard_constraints:
         study=study_pattern(PROFILED),
     params:
         p=lambda wildcards: asked_frequency(wildcards)["p"],
         ghz=lambda wildcards: frequency_ghz_of(asked_frequency(wildcards)["mhz"]),
+        results=results_folder,
     log:
         "logs/{study}/extract/r{round}_frequency.log",
     conda:
         "../envs/apmt.yaml"
     shell:
-        "apmt extract {input.study:q} --p {params.p} --frequency {params.ghz} --results results"
-        " --frequency-table {output.table} > {log} 2>&1"
+        "apmt extract {input.study:q} --p {params.p} --frequency {params.ghz}"
+        " --results {params.results} --frequency-table {output.table} > {log} 2>&1"
 
 
 rule extract_round:
@@ -92,17 +95,19 @@ rule extract_round:
         study=profile_study_file,
         runs=round_runs,
     output:
-        measurements="results/{study}/rounds/r{round}/measurements.csv",
-        comm="results/{study}/rounds/r{round}/comm.csv",
-        provenance="results/{study}/rounds/r{round}/measurements.csv.provenance.json",
+        measurements=round_file(MEASUREMENTS),
+        comm=round_file(COMM),
+        provenance=round_file(MEASUREMENTS_PROVENANCE),
     wildcard_constraints:
         study=study_pattern(PROFILED),
     params:
         p=round_p_option,
+        results=results_folder,
+        folder=lambda wildcards: layout.round_dir(wildcards.study, wildcards.round),
     log:
         "logs/{study}/extract/r{round}.log",
     conda:
         "../envs/apmt.yaml"
     shell:
-        "apmt extract {input.study:q} --p {params.p} --results results"
-        " -o results/{wildcards.study}/rounds/r{wildcards.round} > {log} 2>&1"
+        "apmt extract {input.study:q} --p {params.p} --results {params.results}"
+        " -o {params.folder:q} > {log} 2>&1"

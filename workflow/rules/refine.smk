@@ -11,18 +11,18 @@
 
 checkpoint refine_round:
     input:
-        measurements="results/{study}/rounds/r{round}/measurements.csv",
+        measurements=round_file(MEASUREMENTS),
         comm=round_comm,
         previous=previous_decisions,
         frequency=round_frequency_table,
         # the P its application accepts (accepts_p): refinement proposes only those
         study=profile_study_file,
     output:
-        validation="results/{study}/rounds/r{round}/validation.json",
-        evaluation="results/{study}/rounds/r{round}/evaluation.csv",
-        decision="results/{study}/rounds/r{round}/decision.json",
+        validation=round_file(VALIDATION),
+        evaluation=round_file(EVALUATION),
+        decision=round_file(DECISION),
         # per kernel CPI_core and BF_mem (Eq. 5) after a lower-frequency rerun; else a header
-        frequency_solution="results/{study}/rounds/r{round}/frequency_solution.csv",
+        frequency_solution=round_file(FREQUENCY_SOLUTION),
     wildcard_constraints:
         study=study_pattern(PROFILED),
     params:
@@ -50,16 +50,16 @@ checkpoint refine_round:
 
 rule study_tables:
     input:
-        measurements=final_round_table("measurements.csv"),
-        comm=final_round_table("comm.csv"),
-        provenance=final_round_table("measurements.csv.provenance.json"),
+        measurements=final_round_table(MEASUREMENTS),
+        comm=final_round_table(COMM),
+        provenance=final_round_table(MEASUREMENTS_PROVENANCE),
         decisions=decisions,
     output:
-        measurements="results/{study}/measurements.csv",
-        comm="results/{study}/comm.csv",
-        provenance="results/{study}/measurements.csv.provenance.json",
+        measurements=study_file(MEASUREMENTS),
+        comm=study_file(COMM),
+        provenance=study_file(MEASUREMENTS_PROVENANCE),
         refinement=report(
-            "results/{study}/refinement.json",
+            study_file(REFINEMENT),
             caption="../report/refinement.rst",
             category="Refinement",
             labels={"study": "{study}", "table": "refinement"},

@@ -4,44 +4,46 @@
 
 rule figures:
     input:
-        measurements="results/{study}/measurements.csv",
-        model="results/{study}/model.json",
-        evaluation="results/{study}/evaluation.csv",
+        measurements=study_file(MEASUREMENTS),
+        model=study_file(MODEL),
+        evaluation=study_file(EVALUATION),
     output:
         fits=report(
-            "results/{study}/figures/fits.png",
+            figure_file("fits"),
             caption="../report/fits.rst",
             category="Figures",
             labels={"study": "{study}", "figure": "fits"},
         ),
         scaling=report(
-            "results/{study}/figures/scaling.png",
+            figure_file("scaling"),
             caption="../report/scaling.rst",
             category="Figures",
             labels={"study": "{study}", "figure": "scaling"},
         ),
         breakdown=report(
-            "results/{study}/figures/breakdown.png",
+            figure_file("breakdown"),
             caption="../report/breakdown.rst",
             category="Figures",
             labels={"study": "{study}", "figure": "breakdown"},
         ),
         errors=report(
-            "results/{study}/figures/errors.png",
+            figure_file("errors"),
             caption="../report/errors.rst",
             category="Figures",
             labels={"study": "{study}", "figure": "errors"},
         ),
         ranking=report(
-            "results/{study}/figures/ranking.png",
+            figure_file("ranking"),
             caption="../report/ranking.rst",
             category="Figures",
             labels={"study": "{study}", "figure": "ranking"},
         ),
+    params:
+        folder=lambda wildcards: layout.study_dir(wildcards.study),
+        figures=lambda wildcards, output: Path(output.fits).parent,
     log:
         "logs/{study}/figures.log",
     conda:
         "../envs/apmt.yaml"
     shell:
-        "python -m apmt.report results/{wildcards.study} -o results/{wildcards.study}/figures"
-        " > {log} 2>&1"
+        "python -m apmt.report {params.folder:q} -o {params.figures:q} > {log} 2>&1"

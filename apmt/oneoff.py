@@ -1,4 +1,6 @@
 """``apmt diagnose -- mpirun -np 4 ./app args``: measure a command once, then diagnose it.
+An orchestration above measurement (apmt.collect) and the diagnosis (apmt.diagnose), which
+know nothing of each other.
 
 The command becomes a one-off study (``<results>/diagnose/<name>/study.yaml``, the name being
 the program's unless given): P from the launcher's ``-np``/``-n`` (or ``--np``), the launcher
@@ -22,25 +24,26 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from apmt.collect.extract import MEASUREMENTS, extract, output_dir
+from apmt import layout
+from apmt.collect.extract import extract
 from apmt.collect.runner import (
     RunRecord,
     load_study_machine,
     make_backends,
     move_aside,
-    raw_dir,
     run_study,
 )
-from apmt.collect.study import NAME_PATTERN, Study, find_program, load_study
+from apmt.diagnose import diagnose
+from apmt.diagnose.render import to_html, to_text
+from apmt.diagnose.section import Section
 from apmt.errors import ApmtError
 from apmt.model import build_model, provenance, save_model
 from apmt.probe import this_machine
 from apmt.series import MIN_DISTINCT_P
+from apmt.study import NAME_PATTERN, Study, find_program, load_study
 from apmt.tables import write_text_atomic
 
-FOLDER = "diagnose"
 STUDY_FILE = "study.yaml"
-MODEL = "model.json"
 LAUNCHERS = {"mpirun": "mpirun", "orterun": "mpirun", "mpiexec": "mpiexec",
              "mpiexec.hydra": "mpiexec", "srun": "srun"}
 P_OPTIONS = ("-np", "--np", "-n", "--n", "-c", "--ntasks")
@@ -127,7 +130,7 @@ def _relative_path(word: str) -> bool:
 
 def study_fields(command: Command, name: str, p_values: Sequence[int] | None, backend: str,
                  machine: str | None, repetitions: int) -> dict:
-    """The one-off study file's fields (apmt.collect.study documents them)."""
+    """The one-off study file's fields (apmt.study documents them)."""
     p = list(p_values) if p_values else [command.p or 1]
     fields = {"name": name, "command": app_command(command), "p": p,
               "repetitions": repetitions, "launcher": command.launcher,
@@ -151,7 +154,7 @@ def study_name(command: Command, name: str | None) -> str:
 
 def write_study(results: Path, fields: dict) -> Study:
     """Write the study file into its output folder and load it back (all checks apply)."""
-    path = Path(results) / FOLDER / fields["name"] / STUDY_FILE
+    path = layout.study_dir(fields["name"], layout.one_off_results(results)) / STUDY_FILE
     header = "# apmt diagnose: a one-off study generated from the command line\n"
     write_text_atomic(header + yaml.safe_dump(fields, sort_keys=False), path)
     return load_study(path)
@@ -159,7 +162,7 @@ def write_study(results: Path, fields: dict) -> Study:
 
 def set_aside(results: Path, study: Study) -> Path | None:
     """Keep the runs of an earlier one-off of this name beside; return where they went."""
-    folder = raw_dir(Path(results) / FOLDER, study)
+    folder = layout.raw_dir(study.name, layout.one_off_results(results))
     return move_aside(folder, "earlier") if folder.exists() else None
 
 
@@ -180,12 +183,12 @@ def measure(words: Sequence[str], results: str | Path = "results", *, name: str 
     earlier = set_aside(results, study)
     if earlier is not None:
         report(f"earlier runs of {study.name!r} kept in {earlier}")
-    records = run_study(study, results / FOLDER, backends,
-                        report=lambda record: report(record.line()))
+    one_off = layout.one_off_results(results)
+    records = run_study(study, one_off, backends, report=lambda record: report(record.line()))
     _check_runs(records)
-    measurements, comm = extract(results / FOLDER, study, backends, machine_data)
-    folder = output_dir(results / FOLDER, study)
-    (folder / MODEL).unlink(missing_ok=True)     # an earlier call's, fitted on other runs
+    measurements, comm = extract(one_off, study, backends, machine_data)
+    folder = layout.study_dir(study.name, one_off)
+    (folder / layout.MODEL).unlink(missing_ok=True)   # an earlier call's, fitted on other runs
     if measurements["p"].nunique() >= MIN_DISTINCT_P:
         fit(measurements, comm, study, machine_data, folder, report)
     return folder
@@ -195,7 +198,7 @@ def fit(measurements: pd.DataFrame, comm: pd.DataFrame, study: Study, machine: d
         folder: Path, report: Callable[[str], None]) -> None:
     """The model of the one-off (as apmt fit makes it), for the scaling diagnosis; a series
     that cannot be fitted is reported and leaves the scaling part without a model."""
-    source = folder / MEASUREMENTS
+    source = folder / layout.MEASUREMENTS
     try:
         model = build_model(measurements, study.param_names, source=str(source),
                             comm=comm if not comm.empty else None, machine=machine)
@@ -203,10 +206,24 @@ def fit(measurements: pd.DataFrame, comm: pd.DataFrame, study: Study, machine: d
         report(f"no model fitted: {error}")
         return
     model["provenance"] = provenance([source], {"command": "diagnose", "study": study.name})
-    save_model(model, folder / MODEL)
+    save_model(model, folder / layout.MODEL)
 
 
 def _check_runs(records: list[RunRecord]) -> None:
     failed = [record for record in records if not record.ok]
     if failed and len(failed) == len(records):
         raise ApmtError(f"every run failed; the first: {failed[0].line()}")
+
+
+def diagnose_command(words: Sequence[str], results: str | Path = "results", *,
+                     machine: str | None = None, width: int = 100,
+                     report: Callable[[str], None] = print, **measuring) -> tuple[Path, str, str]:
+    """Measure the command (``measuring``: measure's options), diagnose it, and keep the
+    diagnosis beside its tables (diagnosis.txt and .html); the folder, the text and the
+    HTML."""
+    folder = measure(words, results, machine=machine, report=report, **measuring)
+    sections: list[Section] = diagnose(folder, machine=machine)
+    text, html = to_text(sections, width), to_html(sections)
+    write_text_atomic(text, folder / layout.DIAGNOSIS_TEXT)
+    write_text_atomic(html, folder / layout.DIAGNOSIS_HTML)
+    return folder, text, html

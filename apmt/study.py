@@ -14,7 +14,7 @@ costs one line of error instead of an hour of runs. Fields:
                     format specifications (``{p:>8}``, ``{p!r}``): a placeholder is its name
     p               process counts, e.g. [1, 2, 4] (at most 2**31 - 1, MPI's int)
     accepts_p       the P the application can run: any (default), powers_of_two, squares,
-                    cubes, a list, or {form: ..., max: P} (apmt.collect.accepted); the
+                    cubes, a list, or {form: ..., max: P} (apmt.accepted); the
                     study's own P are checked against it, and refinement proposes only these
     params          parameter name -> values; the runs are the product of these with ``p``
     labels          placeholders that name a parameter's value in words, e.g. NPB's class:
@@ -57,7 +57,7 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
 
-from apmt.collect.accepted import AcceptedP, parse_accepted
+from apmt.accepted import AcceptedP, parse_accepted
 from apmt.errors import ApmtError
 from apmt.inputs import MAX_P, MAX_VALUE, check_file, is_file, is_number, read_yaml, shown
 
