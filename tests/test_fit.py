@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from apmt.fit import SeriesFit, fit_series
+from apmt.fit import SeriesFit, fit_many, fit_series
 from apmt.ingest import import_profiles
 from apmt.series import fit_points, points
 
@@ -93,3 +93,20 @@ def test_fold_errors_are_signed_per_shared_fold() -> None:
     assert set(fit.fold_bias) >= {"leave 4", "forward 16", "forward 64"}
     assert all(abs(bias) < 1e-6 for bias in fit.fold_bias.values())
     assert SeriesFit.from_dict(fit.to_dict()).fold_bias == fit.fold_bias
+
+
+def test_series_fitted_together_are_fitted_as_alone() -> None:
+    """fit_many's batched least squares and folds give each series what fit_series gives it
+    alone: the same function, prediction, interval and fold errors."""
+    rng = np.random.default_rng(12)
+    p = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+    shapes = [5.0 + 100.0 / p, 2.0 + 0.1 * np.log2(p), 1.0 + 0.01 * p * np.log2(p), 3.0 * p**0.3]
+    y = np.array([shape * np.exp(rng.normal(0.0, 0.03 * (i % 3), len(p)))
+                  for i, shape in enumerate(shapes * 4)])
+    together = fit_many({"p": p}, y)
+    far = {"p": np.array([256.0])}
+    for series, fit in zip(y, together, strict=True):
+        alone = fit_series({"p": p}, series)
+        assert fit.function == alone.function
+        np.testing.assert_allclose(fit.predict(far), alone.predict(far), rtol=1e-9)
+        assert fit.fold_bias == pytest.approx(alone.fold_bias, rel=1e-9, abs=1e-12)

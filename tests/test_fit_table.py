@@ -40,11 +40,20 @@ def coverage(fits: dict[tuple, SeriesFit], truth: pd.DataFrame, params: list[str
     return float(np.mean(inside)), len(inside)
 
 
-def test_three_p_give_the_power_law() -> None:
-    """Three values cannot tell shapes apart: the power law through them, not a guess."""
-    fit = fit_series({"p": np.array([1.0, 2.0, 3.0])}, np.array([4.116e6, 4.128e6, 4.521e6]))
-    assert fit.hypothesis.form == "loglinear"
-    assert [t.kind for basis in fit.hypothesis.bases for t in basis] == ["ln"]
+def test_three_p_give_the_two_classic_laws() -> None:
+    """Three values cannot tell shapes apart: the power law and the linear law in the work per
+    rank (c + a/P) compete alone, and where the data cannot tell them apart either, the
+    prediction is their geometric mean."""
+    p = np.array([1.0, 2.0, 3.0])
+    fit = fit_series({"p": p}, np.array([4.116e6, 4.128e6, 4.521e6]))
+    laws = {(h.form, tuple(t.exponent for basis in h.bases for t in basis))
+            for h in [fit.hypothesis, *(h for h, _ in fit.alternatives)]}
+    assert laws == {("loglinear", (0.0,)), ("linear", (-1.0,))}
+    at_32 = {"p": np.array([32.0])}
+    separate = [np.exp(h.design(at_32) @ c)[0] if h.form == "loglinear" else
+                (h.design(at_32) @ c)[0]
+                for h, c in [(fit.hypothesis, fit.coefficients), *fit.alternatives]]
+    assert fit.predict(at_32)[0][0] == pytest.approx(np.sqrt(np.prod(separate)), rel=1e-9)
     four = fit_series({"p": np.array([1.0, 2.0, 3.0, 4.0])}, 0.2 + 8.8 / np.arange(1.0, 5.0))
     assert four.function == "0.2 + 8.8 * p^-1"
 
