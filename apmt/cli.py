@@ -42,8 +42,6 @@ from apmt.tables import (
 EXIT_ERROR = 2
 STDOUT = Path("-")
 DEFAULT_BASELINES = "analytic,amdahl,powerlaw"
-CLASS_ORDER = ("key", "non-scalable", "communication", "runtime", "aggregated",
-               "application")
 log = logging.getLogger("apmt")
 
 
@@ -549,10 +547,10 @@ def run_fit(args: argparse.Namespace) -> None:
     if args.frequency_solution is not None:
         from apmt.refine import apply_frequency_solution
         model = apply_frequency_solution(model, pd.read_csv(args.frequency_solution))
-    model["provenance"] = _fit_provenance(args, table, params, options["machine"])
+    model.provenance = _fit_provenance(args, table, params, options["machine"])
     save_model(model, args.output)
     log.info("wrote %s", args.output)
-    print(describe_model(model, args.output))
+    print(model.describe(args.output))
 
 
 def _model_inputs(args: argparse.Namespace, params: list[str],
@@ -624,63 +622,19 @@ def _read_sidecar(path: Path) -> dict | None:
         return None
 
 
-def describe_model(model: dict, path: Path) -> str:
-    """Short summary: mode, kernel classes, fits, notes and the key kernels' time functions."""
-    from apmt.comm import describe
-
-    kernels = pd.DataFrame(model["kernels"], columns=["kernel", "class"])
-    counts = kernels["class"].value_counts()
-    order = [*CLASS_ORDER, *sorted(set(counts.index) - set(CLASS_ORDER))]
-    classes = ", ".join(f"{name} {counts[name]}" for name in order if name in counts)
-    fitted = len(model["series"]) + len(model["communication"])
-    lines = [f"{path}: {model['mode']} mode, {len(kernels)} kernels ({classes}), "
-             f"{fitted} series fitted"]
-    lines += [f"note: {note}" for note in model["notes"]]
-    for kernel in kernels.loc[kernels["class"] == "key", "kernel"]:
-        metric = _time_metric(model, kernel)
-        lines.append(f"  {kernel}: {metric} = {_function(model, kernel, metric)}")
-    if model["app_kernel"] not in (None, APP_KERNEL):
-        lines.append(f"  application {model['app_kernel']}: time = "
-                     f"{_function(model, model['app_kernel'], TIME_METRIC)}")
-    lines += [f"  {describe(operation)}" for operation in model["communication"]]
-    return "\n".join(lines)
-
-
-def _time_metric(model: dict, kernel: str) -> str:
-    """The fitted metric that gives a kernel's time: instructions in counter mode, else time."""
-    counters = model["mode"] == "counters" and kernel in model["cpi"]
-    return "instructions" if counters else TIME_METRIC
-
-
-def _function(model: dict, kernel: str, metric: str) -> str:
-    for entry in model["series"]:
-        if (entry["kernel"], entry["metric"]) == (kernel, metric):
-            return entry["fit"].function
-    return "(not fitted)"
-
-
 # --------------------------------------------------------------------------------- predict
 
 def run_predict(args: argparse.Namespace) -> None:
     """Predict every fitted series and the application at the requested points."""
-    from apmt.model import predict
+    from apmt.model import load_model
+    from apmt.predict import predict
 
     _check_writable_format(args.output)
-    model = _load_model(args.model)
-    targets = parse_points(args.at, model["params"])
+    model = load_model(args.model)
+    targets = parse_points(args.at, model.params)
     table = predict(model, targets, args.volume_ratio)
     output_table(table, args.output)
-    say(describe_app_rows(table, model["params"]), args.output)
-
-
-def _load_model(path: Path) -> dict:
-    """load_model, with a damaged file (a field missing or of the wrong type) as bad input."""
-    from apmt.model import load_model
-    try:
-        return load_model(path)
-    except (KeyError, TypeError, ValueError) as error:
-        raise ApmtError(f"{path}: not a valid apmt model ({type(error).__name__}: "
-                        f"{error})") from None
+    say(describe_app_rows(table, model.params), args.output)
 
 
 def parse_points(specs: list[str], params: list[str]) -> pd.DataFrame:
@@ -781,83 +735,44 @@ def run_refine_round(args: argparse.Namespace) -> None:
     """Validate the round's model (fit without the held-out runs; with the lower-frequency
     solution when the model takes it) and plan the next round from the model of all its
     runs, where its intervals are widest."""
-    from apmt.collect.cpufreq import frequency_control
-    from apmt.evaluate import validate
-    from apmt.model import build_model
-    from apmt.refine import (
-        apply_frequency_solution,
-        plan_round,
-        runs_asked,
-        with_frequency_outcome,
-    )
+    from apmt.rounds import frequency_outcome, refinement_round
     from apmt.study import load_study
 
+    if args.frequency_table is not None and args.frequency_solution is None:
+        raise ApmtError("--frequency-table needs --frequency-solution (where the solution goes)")
     table, params, per_rank = _read_with_params(args, args.table, "measurements")
     comm, options = _model_inputs(args, params, per_rank)
-    solution, outcome = _frequency_outcome(args)
-    refined = (lambda model: apply_frequency_solution(model, solution)) \
-        if outcome is not None and outcome["accepted"] else None
-    rows, validation = validate(table, params, args.holdout, args.tolerance, str(args.table),
-                                comm, refine_model=refined, **options)
-    model = build_model(table, params, source=str(args.table), comm=comm, **options)
-    previous = [read_json(path) for path in args.previous]
+    frequency = frequency_outcome(args.frequency_table)
+    if args.frequency_solution is not None:
+        write_table(frequency[0], args.frequency_solution)
     settings = {"candidates": args.candidates, "max_p": args.max_p,
                 "accepts_p": load_study(args.study).accepts_p if args.study else None,
-                "lower_frequency_ghz": args.lower_frequency,
-                "frequency_done": next((d["round"] for d in previous
-                                        if d.get("action") == "lower_frequency"), None)}
-    decision = plan_round(validation, model, sorted(table["p"].unique()), args.round,
-                          {"max_rounds": args.max_rounds, "max_runs": args.max_runs}, settings,
-                          frequency_control(), runs_used=runs_asked(previous))
-    decision["base_p"] = args.base_p
-    decision["validation"] = validation
-    if outcome is not None:
-        decision = with_frequency_outcome(decision, outcome, str(args.frequency_solution))
-    write_table(rows, args.evaluation)
-    write_text_atomic(json.dumps(validation, indent=1) + "\n", args.validation)
-    write_text_atomic(json.dumps(decision, indent=1, default=float) + "\n", args.output)
-    print(f"round {args.round}: {decision['action']}: {decision['reason']}")
-
-
-def _frequency_outcome(args: argparse.Namespace) -> tuple[pd.DataFrame, dict | None]:
-    """The lower-frequency rerun's solution, written to --frequency-solution (a header only
-    without a rerun), and whether the model takes it (apmt.refine.judge_frequency)."""
-    from apmt.machine import load_machine
-    from apmt.refine import SOLUTION_COLUMNS, judge_frequency
-
-    if args.frequency_table is None:
-        solution = pd.DataFrame(columns=SOLUTION_COLUMNS)
-        if args.frequency_solution is not None:
-            write_table(solution, args.frequency_solution)
-        return solution, None
-    if args.frequency_solution is None:
-        raise ApmtError("--frequency-table needs --frequency-solution (where the solution goes)")
-    table = read_table(args.frequency_table, "measurements")
-    record = read_json(layout.sidecar(args.frequency_table))
-    solution, outcome = judge_frequency(table, record, load_machine)
-    write_table(solution, args.frequency_solution)
-    return solution, outcome
+                "lower_frequency_ghz": args.lower_frequency}
+    found = refinement_round(
+        table, params, source=str(args.table), comm=comm, model_options=options,
+        holdout=args.holdout, tolerance=args.tolerance, round_index=args.round,
+        budget={"max_rounds": args.max_rounds, "max_runs": args.max_runs}, settings=settings,
+        previous=[read_json(path) for path in args.previous], base_p=args.base_p,
+        frequency=frequency, solution_file=args.frequency_solution)
+    write_table(found.rows, args.evaluation)
+    write_text_atomic(json.dumps(found.validation, indent=1) + "\n", args.validation)
+    write_text_atomic(json.dumps(found.decision, indent=1, default=float) + "\n", args.output)
+    print(f"round {args.round}: {found.decision['action']}: {found.decision['reason']}")
 
 
 def run_refine_finish(args: argparse.Namespace) -> None:
     """Copy the last round's tables to the study's folder; one file tells every round."""
+    from apmt.rounds import refinement_record
+
     if len(args.tables) != len(args.out_tables):
         raise ApmtError(f"--tables gives {len(args.tables)} files but --out-tables "
                         f"{len(args.out_tables)}")
     decisions = [read_json(path) for path in args.decisions]
     for source, target in zip(args.tables, args.out_tables, strict=True):
         write_text_atomic(source.read_text(), target)
-    last = decisions[-1] if decisions else None
-    summary = {
-        "rounds": decisions,
-        "final_round": len(decisions) - 1 if decisions else 0,
-        "tables_from": str(args.tables[0].parent),
-        "outcome": ("refinement off: no holdout, a budget of 0, or an imported study"
-                    if last is None else f"round {last['round']}: {last['action']}: "
-                                          f"{last['reason']}"),
-    }
-    write_text_atomic(json.dumps(summary, indent=1) + "\n", args.output)
-    print(summary["outcome"])
+    record = refinement_record(decisions, args.tables[0].parent)
+    write_text_atomic(json.dumps(record, indent=1) + "\n", args.output)
+    print(record["outcome"])
 
 
 def table_kind(path: Path) -> str:

@@ -14,6 +14,7 @@ parameters too; a user-given ratio scales the volume for larger problem sizes (0
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -91,7 +92,7 @@ def operation_series(key: tuple, rows: pd.DataFrame, params: list[str], source: 
 
 
 def fit_operations(comm: pd.DataFrame, params: list[str], source: str
-                   ) -> tuple[list[dict], list[tuple[str, str]], list[str]]:
+                   ) -> tuple[list[Operation], list[tuple[str, str]], list[str]]:
     """The operations' models, those left out with why, and the notes of their tables.
 
     Left out are the operations that took time at fewer than 3 P (a single process does not
@@ -124,7 +125,7 @@ def fit_operations(comm: pd.DataFrame, params: list[str], source: str
         for name, reason in fitted.left_out.items():
             left_out.append((name, f"no plausible fit of its {role} ({reason})"))
         notes += [f"MPI operations' {role}: {note}" for note in fitted.notes]
-    complete = [{**meta, "fits": fits[name]} for name, (meta, series) in operations.items()
+    complete = [Operation(**meta, fits=fits[name]) for name, (meta, series) in operations.items()
                 if set(fits[name]) == set(series)]
     return complete, sorted(set(left_out)), notes
 
@@ -147,39 +148,57 @@ def hockney_shape(hypothesis: Hypothesis) -> bool:
         or (t.variable == "s" and (t.exponent, t.log_exponent) == (1, 0)) for t in terms)
 
 
-def predict_operation(operation: dict, values: dict[str, np.ndarray],
-                      volume_ratio: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-rank time of one operation at the points, with its 90% interval.
+@dataclass
+class Operation:
+    """One MPI operation's model (per operation and library): its kind, whether its time
+    depends on the volume (bytes per rank for p2p, per call for collectives, in units of
+    ``volume_unit``), and the fits of its roles (calls, volume, time)."""
 
-    ``volume_ratio`` scales the bytes (for a larger problem size, as in paper 000, 4.2).
-    """
-    fits = operation["fits"]
-    inputs = dict(values)
-    if operation["uses_volume"]:
-        unit = operation.get("volume_unit", 1.0)   # model files before the unit: bytes
-        inputs["s"] = fits["volume"].predict(values)[0] * volume_ratio / unit
-    time, low, high = fits["time"].predict(inputs)
-    if operation["kind"] == "p2p":
-        return time, low, high
-    calls, calls_low, calls_high = fits["calls"].predict(values)
-    return time * calls, low * calls_low, high * calls_high
+    op: str
+    key: list
+    kind: str
+    volume: str | None
+    uses_volume: bool
+    volume_unit: float
+    fits: dict[str, SeriesFit]
+
+    @property
+    def name(self) -> str:
+        """The operation and, when a table mixes libraries, its library, joined by '/'."""
+        return "/".join(str(part) for part in self.key)
+
+    def predict(self, values: dict[str, np.ndarray], volume_ratio: float = 1.0
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-rank time of the operation at the points, with its 90% interval.
+
+        ``volume_ratio`` scales the bytes (for a larger problem size, as in paper 000, 4.2).
+        """
+        inputs = dict(values)
+        if self.uses_volume:
+            inputs["s"] = self.fits["volume"].predict(values)[0] * volume_ratio / self.volume_unit
+        time, low, high = self.fits["time"].predict(inputs)
+        if self.kind == "p2p":
+            return time, low, high
+        calls, calls_low, calls_high = self.fits["calls"].predict(values)
+        return time * calls, low * calls_low, high * calls_high
+
+    def describe(self) -> str:
+        """The fitted time model as a formula, for reports."""
+        fit = self.fits["time"]
+        per = "" if self.kind == "p2p" else "per call "
+        uses_s = any(term.variable == "s" for basis in fit.hypothesis.bases for term in basis)
+        in_units = f" (s in units of {self.volume_unit:g} bytes)" if uses_s else ""
+        return f"{self.name} ({self.kind}): time {per}= {fit.function}{in_units}"
+
+    def to_dict(self) -> dict:
+        return {**{name: getattr(self, name) for name in OPERATION_FIELDS},
+                "fits": {role: fit.to_dict() for role, fit in self.fits.items()}}
+
+    @staticmethod
+    def from_dict(data: dict) -> Operation:
+        return Operation(**{name: data[name] for name in OPERATION_FIELDS},
+                         fits={role: SeriesFit.from_dict(fit)
+                               for role, fit in data["fits"].items()})
 
 
-def describe(operation: dict) -> str:
-    """The fitted time model as a formula, for reports."""
-    fit = operation["fits"]["time"]
-    function = fit.function
-    per = "" if operation["kind"] == "p2p" else "per call "
-    name = "/".join(str(part) for part in operation["key"])  # with the library, if several
-    uses_s = any(term.variable == "s" for basis in fit.hypothesis.bases for term in basis)
-    unit = operation.get("volume_unit", 1.0)
-    in_units = f" (s in units of {unit:g} bytes)" if uses_s else ""
-    return f"{name} ({operation['kind']}): time {per}= {function}{in_units}"
-
-
-def operation_to_dict(operation: dict) -> dict:
-    return {**operation, "fits": {k: f.to_dict() for k, f in operation["fits"].items()}}
-
-
-def operation_from_dict(data: dict) -> dict:
-    return {**data, "fits": {k: SeriesFit.from_dict(f) for k, f in data["fits"].items()}}
+OPERATION_FIELDS = ("op", "key", "kind", "volume", "uses_volume", "volume_unit")

@@ -22,6 +22,8 @@ from apmt.comm import comm_keys, comm_points
 from apmt.display import seconds
 from apmt.errors import ApmtError
 from apmt.fit_table import described, fit_all
+from apmt.model import Model, build_model, measured_parts
+from apmt.predict import predicted_parts
 from apmt.series import MIN_DISTINCT_P, point_values, points
 
 log = logging.getLogger("apmt")
@@ -152,7 +154,7 @@ def summary(evaluation: pd.DataFrame) -> pd.DataFrame:
 
 def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: float,
              source: str, comm: pd.DataFrame | None = None,
-             refine_model: Callable[[dict], dict] | None = None, **model_options) -> tuple:
+             refine_model: Callable[[Model], Model] | None = None, **model_options) -> tuple:
     """Build the whole model (Eq. 2) without the held-out runs and compare it with them.
 
     Returns the rows of the evaluation table for the application and its parts (kernel
@@ -166,7 +168,6 @@ def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: fl
     with why. ``refine_model`` changes the model before it is compared (a refinement round's
     accepted lower-frequency solution).
     """
-    from apmt.model import build_model, measured_parts, predicted_parts
     from apmt.tables import APP_KERNEL
 
     holdout_points = parse_holdout(holdout, table)
@@ -188,7 +189,7 @@ def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: fl
     rows = pd.concat(frames, ignore_index=True).dropna(subset=["measured"])
     rows["ape"] = 100 * np.abs(rows["predicted"] - rows["measured"]) / rows["measured"]
     decision = decide(measured, params, tolerance)
-    decision["left_out"] = model["left_out"]
+    decision["left_out"] = [entry.to_dict() for entry in model.left_out]
     return rows.reset_index(drop=True), decision
 
 

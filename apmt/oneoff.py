@@ -205,7 +205,7 @@ def fit(measurements: pd.DataFrame, comm: pd.DataFrame, study: Study, machine: d
     except ApmtError as error:
         report(f"no model fitted: {error}")
         return
-    model["provenance"] = provenance([source], {"command": "diagnose", "study": study.name})
+    model.provenance = provenance([source], {"command": "diagnose", "study": study.name})
     save_model(model, folder / layout.MODEL)
 
 

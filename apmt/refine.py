@@ -27,7 +27,8 @@ import pandas as pd
 from apmt.accepted import AcceptedP
 from apmt.collect.cpufreq import cpu_freq_option
 from apmt.errors import ApmtError
-from apmt.model import predicted_parts
+from apmt.model import Model
+from apmt.predict import predicted_parts
 from apmt.series import points
 from apmt.tables import TIME_METRIC
 
@@ -85,7 +86,7 @@ def relative_width(bounds: tuple[np.ndarray, ...]) -> np.ndarray:
         return np.where(predicted > 0, (upper - lower) / predicted, np.nan)
 
 
-def part_bounds(model: dict, values: dict[str, np.ndarray],
+def part_bounds(model: Model, values: dict[str, np.ndarray],
                 part: str | None) -> tuple[tuple[np.ndarray, ...], str]:
     """The prediction and 90% interval of the part to refine (as apmt.evaluate.validate
     composes it), or of the application time when the model has nothing of that part."""
@@ -99,19 +100,19 @@ def part_bounds(model: dict, values: dict[str, np.ndarray],
     return parts[name], part or "application time"
 
 
-def point_values_at(model: dict, p: list[float], params_point: Mapping[str, float]
+def point_values_at(model: Model, p: list[float], params_point: Mapping[str, float]
                     ) -> dict[str, np.ndarray]:
     """Values for SeriesFit.predict: the candidate P and the other parameters held fixed."""
-    missing = [name for name in model["params"] if name not in params_point]
+    missing = [name for name in model.params if name not in params_point]
     if missing:
         raise ApmtError(f"refinement: parameter {missing[0]!r} of the model has no value "
                         f"at the candidate points (given: {dict(params_point)})")
     p = np.asarray(p, float)
     return {"p": p, **{name: np.full(len(p), float(params_point[name]))
-                       for name in model["params"]}}
+                       for name in model.params}}
 
 
-def choose_p(model: dict, measured_p: list[float], candidates: list[float] | None,
+def choose_p(model: Model, measured_p: list[float], candidates: list[float] | None,
              params_point: Mapping[str, float], count: int = 2, *, part: str | None = None,
              max_p: float | None = None, accepted: AcceptedP | None = None) -> list[dict]:
     """The next P to profile, chosen where the model is least certain.
@@ -155,7 +156,7 @@ def _least_certain(row: pd.Series, what: str, measured_p: list[float], validatin
     return _choice(row, "refit", reason)
 
 
-def candidate_ranking(model: dict, measured_p: list[float], candidates: list[float] | None,
+def candidate_ranking(model: Model, measured_p: list[float], candidates: list[float] | None,
                       params_point: Mapping[str, float], part: str | None = None,
                       max_p: float | None = None, accepted: AcceptedP | None = None
                       ) -> tuple[pd.DataFrame, str]:
@@ -180,10 +181,12 @@ def _choice(row: pd.Series, role: str, reason: str) -> dict:
 
 # --------------------------------------------------------------------------- one round
 
-def plan_round(validation: dict, model: dict, measured_p: list[float], round_index: int,
-               budget: Mapping[str, int], settings: Mapping, frequency_control: dict, *,
-               runs_used: int = 0) -> dict:
+def plan_round(validation: dict, model: Model | None, measured_p: list[float],
+               round_index: int, budget: Mapping[str, int], settings: Mapping,
+               frequency_control: dict, *, runs_used: int = 0) -> dict:
     """The decision of refinement round ``round_index`` (0 = the first), as JSON-able data.
+    ``model`` (of all the round's runs) places the new runs: it is needed only when the
+    validation asks to refine.
 
     budget: max_rounds, max_runs (refinement runs over all rounds); ``runs_used`` counts the
     runs earlier rounds asked for (see runs_asked). settings (all optional; empty or null
@@ -220,7 +223,7 @@ def plan_round(validation: dict, model: dict, measured_p: list[float], round_ind
     return _plan_more_p(decision, validation, model, measured_p, settings, runs_left, error)
 
 
-def _plan_more_p(decision: dict, validation: dict, model: dict, measured_p: list[float],
+def _plan_more_p(decision: dict, validation: dict, model: Model, measured_p: list[float],
                  settings: Mapping, runs_left: int, error: str) -> dict:
     point = {k: v for k, v in (validation.get("worst_point") or {}).items() if k != "p"}
     candidates, max_p = settings.get("candidates") or None, settings.get("max_p") or None
@@ -242,11 +245,11 @@ def _plan_more_p(decision: dict, validation: dict, model: dict, measured_p: list
                       f"90% interval of the {what} at each candidate"}
 
 
-def _plan_frequency(decision: dict, validation: dict, model: dict, measured_p: list[float],
+def _plan_frequency(decision: dict, validation: dict, model: Model, measured_p: list[float],
                     settings: Mapping, control: dict, error: str, runs_left: int) -> dict:
     done = settings.get("frequency_done")
     why_not = ("the model has no CPI (no cycles and instructions were measured)"
-               if not model.get("cpi") else
+               if not model.cpi else
                f"the lower-frequency rerun was made in round {done}" if done is not None else
                None if control.get("can_set") else
                f"this machine cannot change the CPU frequency ({control.get('reason')})")
@@ -369,31 +372,31 @@ def _solve_kernel(kernel: str, runs: pd.DataFrame) -> dict:
             "sane": not problems, "note": "; ".join(problems) or "solved"}
 
 
-def apply_frequency_solution(model: dict, solution: pd.DataFrame) -> dict:
+def apply_frequency_solution(model: Model, solution: pd.DataFrame) -> dict:
     """A copy of the model whose kernels take the solved CPI_core (as their ``cpi``) and
     BF_mem; kernels without a sane solution keep their first parameters, and the notes say
-    which. ``model["cpi"][kernel]["bf_mem"]`` replaces the stall-cycle term only once
+    which. ``model.cpi[kernel].bf_mem`` replaces the stall-cycle term only once
     apmt.model reads it (see the refinement's report)."""
-    if not model.get("cpi"):
+    if not model.cpi:
         raise ApmtError("refinement: the model has no CPI per kernel (time-only): nothing "
                         "to apply the frequency solution to")
     refined = copy.deepcopy(model)
     applied, kept = [], []
     for row in solution.itertuples():
-        entry = refined["cpi"].get(row.kernel)
+        entry = refined.cpi.get(row.kernel)
         if entry is None:
             continue
         if not row.sane:
             kept.append(f"{row.kernel} ({row.note})")
             continue
-        entry["refined"] = {"method": "lower frequency (paper 000, Eq. 5)",
-                            "cpi_before": entry["cpi"], "residual": row.residual}
-        entry["cpi"], entry["bf_mem"] = row.cpi_core, row.bf_mem
+        entry.refined = {"method": "lower frequency (paper 000, Eq. 5)",
+                         "cpi_before": entry.cpi, "residual": row.residual}
+        entry.cpi, entry.bf_mem = row.cpi_core, row.bf_mem
         applied.append(f"{row.kernel}: CPI_core {row.cpi_core:.3g}, BF_mem {row.bf_mem:.3g}")
-    refined["notes"] = [*refined.get("notes", []),
-                        *(["refined at a lower frequency: " + "; ".join(applied)] if applied
-                          else []),
-                        *(["kept the first CPI of " + "; ".join(kept)] if kept else [])]
+    refined.notes = [*refined.notes,
+                     *(["refined at a lower frequency: " + "; ".join(applied)] if applied
+                       else []),
+                     *(["kept the first CPI of " + "; ".join(kept)] if kept else [])]
     return refined
 
 

@@ -29,7 +29,8 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from apmt import layout
 from apmt.display import number, wrap_words
 from apmt.errors import ApmtError
-from apmt.model import PART_LABELS, PARTS, application_trust, assemble, contributions, load_model
+from apmt.model import PART_LABELS, PARTS, Model, load_model
+from apmt.predict import application_trust, assemble, contributions
 from apmt.series import EXTRAPOLATION, measured_points, scale_points
 from apmt.tables import APP_KERNEL, TIME_METRIC, read_table, write_atomic
 from apmt.trust import UNSUPPORTED
@@ -92,18 +93,10 @@ def _p_grid(measured_p: Sequence[float]) -> np.ndarray:
     return np.unique(np.concatenate([np.round(np.geomspace(low, high, 80)), measured_p]))
 
 
-def _fit(model: dict, kernel: str, metric: str = TIME_METRIC):
-    for entry in model["series"]:
-        if entry["kernel"] == kernel and entry["metric"] == metric:
-            return entry["fit"]
-    return None
-
-
-def _ranked_kernels(model: dict, classes: tuple[str, ...]) -> list[str]:
+def _ranked_kernels(model: Model, classes: tuple[str, ...]) -> list[str]:
     """Kernels of these classes that have a time fit, the most expensive first."""
-    rows = sorted((k for k in model["kernels"] if k["class"] in classes),
-                  key=lambda k: -float(k.get("max_share") or 0.0))
-    return [k["kernel"] for k in rows if _fit(model, k["kernel"]) is not None]
+    rows = sorted(model.kernels_of(*classes), key=lambda k: -float(k.get("max_share") or 0.0))
+    return [k["kernel"] for k in rows if model.fit_of(k["kernel"], TIME_METRIC) is not None]
 
 
 def _picked(values: Sequence[float]) -> list[float]:
@@ -161,23 +154,23 @@ def _draw_points(ax: Axes, points: pd.DataFrame, color, label: str | None = None
     return mean
 
 
-def _default_setting(model: dict) -> dict[str, float]:
+def _default_setting(model: Model) -> dict[str, float]:
     """Without measurements: each parameter at the largest value any fit was made on."""
     setting = {}
-    for name in model["params"]:
-        ends = [e["fit"].domain[name][1] for e in model["series"] if name in e["fit"].domain]
+    for name in model.params:
+        ends = [e.fit.domain[name][1] for e in model.series if name in e.fit.domain]
         setting[name] = float(max(ends)) if ends else 1.0
     return setting
 
 
 # ------------------------------------------------------------------------------------ figures
 
-def plot_kernel_fits(measurements: pd.DataFrame, model: dict, out: str | Path,
+def plot_kernel_fits(measurements: pd.DataFrame, model: Model, out: str | Path,
                      study: str = "") -> Figure:
     """The key kernels' time fits against their measurements: shows whether each fit follows
     the data and how far its extrapolation, and its uncertainty, reaches."""
     kernels = _ranked_kernels(model, ("key",)) or _ranked_kernels(model, ("non-scalable",))
-    kernels = kernels[:MAX_PANELS] or [model["app_kernel"] or APP_KERNEL]
+    kernels = kernels[:MAX_PANELS] or [model.app_kernel or APP_KERNEL]
     columns = {1: 1, 2: 2, 4: 2}.get(len(kernels), 3)
     rows_count = -(-len(kernels) // columns)
     figure = Figure(figsize=(5.2 * columns, 4.2 * rows_count), layout="constrained")
@@ -191,10 +184,10 @@ def plot_kernel_fits(measurements: pd.DataFrame, model: dict, out: str | Path,
     return _save(figure, out)
 
 
-def _fit_panel(ax: Axes, measurements: pd.DataFrame, model: dict, kernel: str) -> None:
-    params = model["params"]
+def _fit_panel(ax: Axes, measurements: pd.DataFrame, model: Model, kernel: str) -> None:
+    params = model.params
     points = measured_points(measurements, params, kernel)
-    fit = _fit(model, kernel)
+    fit = model.fit_of(kernel, TIME_METRIC)
     measured_p = points["p"].to_numpy(float) if len(points) else np.array(fit.domain["p"])
     grid, largest = _p_grid(measured_p), float(np.max(measured_p))
     shown = [points["mean"].to_numpy(float)]
@@ -221,11 +214,11 @@ def _short(text: str, width: int = 45) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def plot_scaling(measurements: pd.DataFrame, model: dict, out: str | Path,
+def plot_scaling(measurements: pd.DataFrame, model: Model, out: str | Path,
                  study: str = "") -> Figure:
     """Measured application time next to the assembled model's prediction across P: the
     whole-application check, and where the model says the application goes beyond the data."""
-    params, app = model["params"], model["app_kernel"] or APP_KERNEL
+    params, app = model.params, model.app_kernel or APP_KERNEL
     points = measured_points(measurements, params, app)
     measured_p = points["p"].to_numpy(float) if len(points) else \
         np.asarray(sorted(measurements["p"].unique()), float)
@@ -266,7 +259,7 @@ def plot_scaling(measurements: pd.DataFrame, model: dict, out: str | Path,
     return _save(figure, out)
 
 
-def plot_breakdown(model: dict, out: str | Path, p_values: Sequence[float],
+def plot_breakdown(model: Model, out: str | Path, p_values: Sequence[float],
                    setting: dict[str, float] | None = None, study: str = "",
                    measured_max: float | None = None) -> Figure:
     """The parts of Eq. 2 (computation, memory, communication, others) stacked per P: which
@@ -333,14 +326,15 @@ def plot_errors(evaluation: pd.DataFrame, out: str | Path, study: str = "") -> F
     return _save(figure, out)
 
 
-def plot_ranking(model: dict, out: str | Path, p_values: Sequence[float],
+def plot_ranking(model: Model, out: str | Path, p_values: Sequence[float],
                  setting: dict[str, float] | None = None, study: str = "") -> Figure:
     """Predicted time and rank of each key and non-scalable kernel across P: a kernel that
     climbs in rank is tomorrow's bottleneck (drawn bold)."""
     setting = setting or _default_setting(model)
     p_values = np.asarray(sorted(set(float(p) for p in p_values)), float)
     kernels = _ranked_kernels(model, ("key", "non-scalable"))
-    times = {k: _fit(model, k).predict(_values(p_values, setting))[0] for k in kernels}
+    times = {k: model.fit_of(k, TIME_METRIC).predict(_values(p_values, setting))[0]
+             for k in kernels}
     ranks = {k: np.array([_ranks({j: t[i] for j, t in times.items()})[k]
                           for i in range(len(p_values))]) for k in kernels}
     figure = Figure(figsize=(12, 5.5), layout="constrained")
@@ -389,7 +383,7 @@ def write_figures(study_dir: str | Path, out_dir: str | Path) -> list[Path]:
     evaluation = pd.read_csv(study_dir / layout.EVALUATION, dtype={"kernel": str})
     study = study_dir.name
     p_values = scale_points(measurements["p"].unique())
-    setting = {name: float(measurements[name].max()) for name in model["params"]}
+    setting = {name: float(measurements[name].max()) for name in model.params}
     largest = float(measurements["p"].max())
     paths = {name: out_dir / f"{name}.png" for name in layout.FIGURE_NAMES}
     plot_kernel_fits(measurements, model, paths["fits"], study)

@@ -197,10 +197,10 @@ def test_duplicate_points_are_repetitions(tmp_path: Path, cli) -> None:
     assert run.code == 0, run.err
     assert run.err == ""
     fitted = load_model(model)
-    assert fitted["provenance"]["max_repetitions"] == 2
-    [series] = fitted["series"]
-    assert series["fit"].n_points == 5
-    predicted, _, _ = series["fit"].predict({"p": np.array([16.0])})
+    assert fitted.provenance["max_repetitions"] == 2
+    [series] = fitted.series
+    assert series.fit.n_points == 5
+    predicted, _, _ = series.fit.predict({"p": np.array([16.0])})
     assert predicted[0] == pytest.approx(1.0 + 100.0 / 16, rel=0.01)
 
 
@@ -213,8 +213,8 @@ def test_duplicate_runs_with_ranks_are_not_summed(tmp_path: Path, cli) -> None:
     model = tmp_path / "model.json"
     assert cli("fit", table, "-o", model).code == 0
     fitted = load_model(model)
-    assert fitted["provenance"]["max_repetitions"] == 2
-    predicted, _, _ = fitted["series"][0]["fit"].predict({"p": np.array([8.0])})
+    assert fitted.provenance["max_repetitions"] == 2
+    predicted, _, _ = fitted.series[0].fit.predict({"p": np.array([8.0])})
     assert predicted[0] == pytest.approx(2.5, rel=0.01)
 
 

@@ -71,9 +71,9 @@ def test_fit_saves_model_with_provenance(relearn: SimpleNamespace) -> None:
     assert "application main(): time = " in run.out
     assert "  Simulation loop: time = " in run.out
     model = load_model(relearn.model)
-    assert model["params"] == ["n"] and model["per_rank_params"] == ["n"]
-    assert model["app_kernel"] == "main()"
-    provenance = model["provenance"]
+    assert model.params == ["n"] and model.per_rank_params == ["n"]
+    assert model.app_kernel == "main()"
+    provenance = model.provenance
     assert provenance["p_values"] == RELEARN_P
     assert provenance["max_repetitions"] == 2
     assert provenance["machine"] is None
@@ -183,13 +183,13 @@ def test_lulesh_caliper_predicts_every_fitted_series(measured_data: Path, tmp_pa
     run = cli("fit", table, "-o", model)  # no --param: the numeric column size is one
     assert run.code == 0, run.err
     fitted = load_model(model)
-    assert fitted["params"] == ["size"]
-    assert len(fitted["provenance"]["import"]["inputs"]) == len(files)
+    assert fitted.params == ["size"]
+    assert len(fitted.provenance["import"]["inputs"]) == len(files)
     run = cli("predict", model, "--at", "p=512,size=30", "-o", predictions)
     assert run.code == 0, run.err
     out = pd.read_csv(predictions)
     series = out[out["kernel"] != APP_KERNEL]
-    expected = {(entry["kernel"], entry["metric"]) for entry in fitted["series"]}
+    expected = {(entry.kernel, entry.metric) for entry in fitted.series}
     assert set(zip(series["kernel"], series["metric"], strict=True)) == expected
     assert len(series) == len(expected) == 45
     assert (out["p"] == 512).all() and (out["size"] == 30).all()
@@ -282,10 +282,10 @@ def test_fit_with_a_communication_table_and_a_machine(measured_data: Path, tmp_p
     assert "MPI_Bcast/IntelMPI (collective): time per call = " in run.out
     assert "MPI_Bcast/OpenMPI (collective): time per call = " in run.out
     fitted = load_model(model)
-    assert fitted["provenance"]["machine"] == "haswell-e5-2698v3"
-    assert fitted["provenance"]["comm_import"]["format"] == "collectives"
-    assert [entry["path"] for entry in fitted["provenance"]["inputs"]] == [str(table), str(comm)]
-    assert len(fitted["communication"]) == 14
+    assert fitted.provenance["machine"] == "haswell-e5-2698v3"
+    assert fitted.provenance["comm_import"]["format"] == "collectives"
+    assert [entry["path"] for entry in fitted.provenance["inputs"]] == [str(table), str(comm)]
+    assert len(fitted.communication) == 14
     run = cli("predict", model, "--at", "p=1024", "--at", "p=2048", "-o", predictions)
     assert run.code == 0, run.err
     out = pd.read_csv(predictions)

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from apmt.comm import comm_points, describe, fit_operations, kind_of, predict_operation
+from apmt.comm import comm_points, fit_operations, kind_of
 from apmt.ingest import import_profiles
-from apmt.model import build_model, load_model, predict, save_model
+from apmt.model import build_model, load_model, save_model
+from apmt.predict import predict
 from apmt.tables import check_table
 
 P = np.array([4, 8, 16, 32, 64])
@@ -65,19 +66,19 @@ def isend() -> dict:
 
 
 def test_hockney_point_to_point_recovered(isend: dict) -> None:
-    predicted, lower, upper = predict_operation(isend, TARGET)
+    predicted, lower, upper = isend.predict(TARGET)
     truth = p2p_truth(p2p_bytes(1024.0))
     assert predicted[0] == pytest.approx(truth, rel=0.05)
     assert lower[0] <= predicted[0] <= upper[0]
-    assert isend["kind"] == "p2p" and isend["uses_volume"]
+    assert isend.kind == "p2p" and isend.uses_volume
 
 
 @pytest.mark.parametrize("ratio", [2.0, 4.0])
 def test_volume_ratio_scales_the_bytes_as_hockney_says(isend: dict, ratio: float) -> None:
     """a*(ratio*s) + b: the time grows with the volume (a shape that only follows the trend of
     s in P, such as p * s^-1, would fall)."""
-    base = predict_operation(isend, TARGET)[0][0]
-    scaled = predict_operation(isend, TARGET, volume_ratio=ratio)[0][0]
+    base = isend.predict(TARGET)[0][0]
+    scaled = isend.predict(TARGET, volume_ratio=ratio)[0][0]
     assert scaled > base
     assert scaled == pytest.approx(p2p_truth(ratio * p2p_bytes(1024.0)), rel=0.05)
 
@@ -88,13 +89,13 @@ def test_hockney_collective_recovered() -> None:
     per_call = 3e-6 * np.log2(P) + 1e-9 * size + 2e-6
     operation = fitted(comm_table("MPI_Allreduce", calls, size * calls * np.ones(len(P)),
                                   per_call * calls))
-    predicted, lower, upper = predict_operation(operation, TARGET)
+    predicted, lower, upper = operation.predict(TARGET)
     truth = (3e-6 * 10 + 1e-9 * size + 2e-6) * calls
-    assert operation["kind"] == "collective"
+    assert operation.kind == "collective"
     assert predicted[0] == pytest.approx(truth, rel=0.1)
     assert lower[0] <= predicted[0] <= upper[0]
-    assert "log2(p)" in operation["fits"]["time"].function
-    assert "log2(p)" in describe(operation) and "per call" in describe(operation)
+    assert "log2(p)" in operation.fits["time"].function
+    assert "log2(p)" in operation.describe() and "per call" in operation.describe()
 
 
 def test_hockney_collective_with_volume_growing_with_p() -> None:
@@ -102,15 +103,15 @@ def test_hockney_collective_with_volume_growing_with_p() -> None:
     size = 256.0 * P
     operation = fitted(comm_table("MPI_Allgather", calls, size * calls,
                                   (3e-6 * np.log2(P) + 1e-9 * size + 2e-6) * calls))
-    predicted = predict_operation(operation, TARGET)[0][0]
+    predicted = operation.predict(TARGET)[0][0]
     assert predicted == pytest.approx((3e-6 * 10 + 1e-9 * 256 * 1024 + 2e-6) * calls, rel=0.1)
 
 
 def test_waits_are_fitted_over_p_alone() -> None:
     operation = fitted(comm_table("MPI_Waitall", 100.0, np.zeros(len(P)), 1e-4 * np.log2(P)))
-    assert operation["kind"] == "p2p"
-    assert not operation["uses_volume"] and operation["volume"] is None
-    assert predict_operation(operation, TARGET)[0][0] == pytest.approx(1e-3, rel=0.05)
+    assert operation.kind == "p2p"
+    assert not operation.uses_volume and operation.volume is None
+    assert operation.predict(TARGET)[0][0] == pytest.approx(1e-3, rel=0.05)
 
 
 def test_per_rank_means_over_ranks_and_repetitions() -> None:
@@ -133,7 +134,7 @@ def test_model_with_a_communication_table_predicts_its_operations(tmp_path: Path
     targets = pd.DataFrame({"p": [1024]})
     table = predict(model, targets, {"p2p": 2.0})
     comm_time = table.query("kernel == '<app>' and metric == 'comm_time'")["predicted"].iloc[0]
-    assert model["bf_comm"] == 1.0
+    assert model.bf_comm == 1.0
     assert comm_time == pytest.approx(p2p_truth(2.0 * p2p_bytes(1024.0)), rel=0.05)
     save_model(model, tmp_path / "model.json")
     pd.testing.assert_frame_equal(predict(load_model(tmp_path / "model.json"), targets,
@@ -166,7 +167,7 @@ def test_real_collectives_extrapolate_to_512(measured_data: Path) -> None:
     operations, left_out, _ = fit_operations(table[table["p"] < 512], [], "collectives")
     assert len(operations) == 14 and not left_out
     for operation in operations:
-        assert operation["kind"] == "collective" and not operation["uses_volume"]
-        predicted, lower, upper = (float(v[0]) for v in predict_operation(operation, at_512))
-        assert predicted > 0, operation["key"]
-        assert lower <= predicted <= upper, operation["key"]
+        assert operation.kind == "collective" and not operation.uses_volume
+        predicted, lower, upper = (float(v[0]) for v in operation.predict(at_512))
+        assert predicted > 0, operation.key
+        assert lower <= predicted <= upper, operation.key

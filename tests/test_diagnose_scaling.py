@@ -28,15 +28,8 @@ from apmt.errors import ApmtError
 from apmt.ingest import import_profiles
 from apmt.kernels import NONSCALABLE_SLOPE
 from apmt.machine import hertz, load_machine
-from apmt.model import (
-    PART_LABELS,
-    PARTS,
-    assemble,
-    build_model,
-    load_model,
-    predict,
-    save_model,
-)
+from apmt.model import PART_LABELS, PARTS, build_model, load_model, save_model
+from apmt.predict import assemble, predict
 from apmt.series import scale_points
 from apmt.tables import APP_KERNEL, check_table, read_table, write_table
 
@@ -108,10 +101,10 @@ def test_relearn_nested_regions_are_not_counted_twice(relearn: dict) -> None:
     which holds finding targets and creating synapses. Summed they were 4x the run time;
     the model sums the top-level regions only, and no part or share exceeds the whole."""
     model = relearn["model"]
-    nested = {k["kernel"] for k in model["kernels"] if k["class"] == "nested"}
+    nested = {k["kernel"] for k in model.kernels if k["class"] == "nested"}
     assert nested == {"Connectivity update", "Find target neurons (w/ RMA)",
                       "Create synapses (w/ Alltoall)"}
-    assert any(note.startswith("nested regions: 3 regions") for note in model["notes"])
+    assert any(note.startswith("nested regions: 3 regions") for note in model.notes)
     weak = section(relearn["sections"], "Weak scaling")
     table = weak.table
     assert (table["computation"] <= table["time"] * 1.03).all(), table
@@ -126,7 +119,7 @@ def test_relearn_nonscalable_functions(relearn: dict) -> None:
     model = relearn["model"]
     nonscalable = section(relearn["sections"], "Non-scalable")
     table = nonscalable.table.set_index("kernel")
-    expected = {k["kernel"]: k["slope"] for k in model["kernels"]
+    expected = {k["kernel"]: k["slope"] for k in model.kernels
                 if k["class"] == "non-scalable" or (k["class"] == "key" and k["slope"] >
                                                     NONSCALABLE_SLOPE["weak"])}
     assert set(table.index) == set(expected)
@@ -330,7 +323,7 @@ def test_planted_scaling_on_real_profiles(planted: dict) -> None:
     assert strong.table["p"].tolist() == [1, 2, 3, 6, 12, 24]
     assert strong.table["measured"].notna().sum() == 3
     model = load_model(planted["folder"] / "model.json")
-    assert model["communication"], "the MPI_Allreduce model is missing"
+    assert model.communication, "the MPI_Allreduce model is missing"
     values, _ = scale_values(model, planted["measurements"], [1, 2, 3, 24])
     check_components(model, values)
     ranking = section(result, "Kernel ranking").table

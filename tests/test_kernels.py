@@ -249,12 +249,12 @@ def test_lammps_model_names_its_runtime_and_ranks_its_own_code(measured_data: Pa
     table = pd.read_csv(folder / "measurements.csv")
     model = build_model(table, ["size"], source="lammps", app_kernel="<app>",
                         interest=frozenset({"LAMMPS_NS::FixNVE::initial_integrate", "absent_"}))
-    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    classes = {k["kernel"]: k["class"] for k in model.kernels}
     assert classes[SYSTEM] == "runtime" and classes["<loader>"] == "runtime"
     assert classes[MPI_RUNTIME] == "communication"
     assert classes["LAMMPS_NS::PairLJCut::compute"] == "key"
     assert classes["LAMMPS_NS::FixNVE::initial_integrate"] == "key"
-    assert "<kernel>" in model["runtime"][SYSTEM]
-    assert {"<libopen-pal>", "<mca_btl_vader>"} <= set(model["runtime"][MPI_RUNTIME])
-    assert any("absent_" in note for note in model["notes"])
-    assert any(entry["kernel"] == SYSTEM for entry in model["series"])
+    assert "<kernel>" in model.runtime[SYSTEM]
+    assert {"<libopen-pal>", "<mca_btl_vader>"} <= set(model.runtime[MPI_RUNTIME])
+    assert any("absent_" in note for note in model.notes)
+    assert any(entry.kernel == SYSTEM for entry in model.series)

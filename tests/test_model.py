@@ -4,30 +4,22 @@ BF_comm on tables with a known answer, and validation on a held-out P."""
 from __future__ import annotations
 
 import copy
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from apmt.comm import predict_operation
+from apmt.errors import ApmtError
 from apmt.evaluate import validate
 from apmt.fit_table import error_correlation
 from apmt.ingest import import_profiles
 from apmt.kernels import OTHERS
 from apmt.machine import hertz, load_machine
-from apmt.model import (
-    PARTS,
-    _fit_of,
-    _kernel_time,
-    assemble,
-    build_model,
-    contributions,
-    load_model,
-    memory_time,
-    predict,
-    save_model,
-)
+from apmt.model import PARTS, build_model, load_model, save_model
+from apmt.predict import _kernel_time, assemble, contributions, memory_time, predict
 from apmt.series import points
 from apmt.tables import APP_KERNEL, check_table, read_table
 
@@ -60,11 +52,11 @@ def relearn_model(relearn: pd.DataFrame) -> dict:
 
 
 def test_relearn_time_mode(relearn_model: dict) -> None:
-    assert relearn_model["mode"] == "time"
-    assert relearn_model["cpi"] == {}
-    assert any("time-only" in note for note in relearn_model["notes"])
-    assert any("main()" in note for note in relearn_model["notes"])
-    assert relearn_model["bf_comm"] == 1.0
+    assert relearn_model.mode == "time"
+    assert relearn_model.cpi == {}
+    assert any("time-only" in note for note in relearn_model.notes)
+    assert any("main()" in note for note in relearn_model.notes)
+    assert relearn_model.bf_comm == 1.0
 
 
 def test_relearn_prediction_at_512(relearn: pd.DataFrame, relearn_model: dict) -> None:
@@ -87,7 +79,7 @@ def test_model_file_round_trip(relearn_model: dict, tmp_path: Path) -> None:
     again = load_model(tmp_path / "model.json")
     pd.testing.assert_frame_equal(predict(again, targets), predict(relearn_model, targets),
                                   check_exact=True)
-    assert again["mode"] == relearn_model["mode"] and again["notes"] == relearn_model["notes"]
+    assert again.mode == relearn_model.mode and again.notes == relearn_model.notes
 
 
 @pytest.fixture(scope="module")
@@ -101,14 +93,14 @@ def test_lulesh_parts_add_up(lulesh: pd.DataFrame) -> None:
     """Without an application kernel T_app is the sum of its parts, and T_comm is the sum of
     the MPI calls' fits (no communication table)."""
     model = build_model(lulesh, [], source="lulesh", scaling="weak")
-    assert model["app_kernel"] is None and model["mode"] == "time"
+    assert model.app_kernel is None and model.mode == "time"
     values = {"p": np.array([343.0])}
     parts = {name: bounds[0][0] for name, bounds in assemble(model, values).items()}
     assert parts["time"] == pytest.approx(sum(parts[p] for p in PARTS), rel=1e-9)
     assert parts["mem_time"] == 0 and parts["others_time"] > 0
 
-    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
-    fits = {e["kernel"]: e["fit"] for e in model["series"] if e["metric"] == "time"}
+    classes = {k["kernel"]: k["class"] for k in model.kernels}
+    fits = {e.kernel: e.fit for e in model.series if e.metric == "time"}
 
     def fitted(kinds: tuple[str, ...]) -> float:
         return sum(float(fit.predict(values)[0][0]) for kernel, fit in fits.items()
@@ -128,7 +120,7 @@ def test_the_application_interval_adds_its_terms_with_their_measured_correlation
     (a share in [0, 1] with its basis), and T_app's interval lies between the quadrature sum
     (independent errors) and the linear sum (errors that move as one)."""
     model = build_model(lulesh, [], source="lulesh", scaling="weak")
-    correlation = model["error_correlation"]
+    correlation = model.error_correlation
     assert 0.0 <= correlation["rho"] <= 1.0 and correlation["pairs"] > 0
     values = {"p": np.array([343.0, 1000.0])}
     terms = list(contributions(model, values))
@@ -138,7 +130,7 @@ def test_the_application_interval_adds_its_terms_with_their_measured_correlation
     assert (independent <= upper - predicted + 1e-12).all()
     assert (upper - predicted <= as_one + 1e-12).all()
     for rho, expected in ((0.0, independent), (1.0, as_one)):
-        fixed = {**model, "error_correlation": {**correlation, "rho": rho}}
+        fixed = replace(model, error_correlation={**correlation, "rho": rho})
         upper_at = assemble(fixed, values, terms=terms)["time"][2]
         np.testing.assert_allclose(upper_at - predicted, expected, rtol=1e-9)
 
@@ -242,14 +234,14 @@ def counter_model(machine: dict) -> dict:
 
 
 def test_counter_mode_cpi(counter_model: dict) -> None:
-    assert counter_model["mode"] == "counters"
-    assert not any("time-only" in note for note in counter_model["notes"])
-    assert set(counter_model["cpi"]) == set(KERNELS)
+    assert counter_model.mode == "counters"
+    assert not any("time-only" in note for note in counter_model.notes)
+    assert set(counter_model.cpi) == set(KERNELS)
     for kernel, k in KERNELS.items():
-        cpi = counter_model["cpi"][kernel]
-        assert cpi["cpi"] == pytest.approx(k["cpi"], abs=1e-6)
-        assert abs(cpi["deviation"]) < 1e-12
-        assert set(cpi["per_run"]) == {f"p={p}" for p in COUNTER_P}
+        cpi = counter_model.cpi[kernel]
+        assert cpi.cpi == pytest.approx(k["cpi"], abs=1e-6)
+        assert abs(cpi.deviation) < 1e-12
+        assert set(cpi.per_run) == {f"p={p}" for p in COUNTER_P}
 
 
 def test_cpi_deviation_when_cpi_varies(machine: dict) -> None:
@@ -257,10 +249,10 @@ def test_cpi_deviation_when_cpi_varies(machine: dict) -> None:
                         machine=machine)
     for kernel, k in KERNELS.items():
         per_p = np.array([k["cpi"] * (1 + 0.05 * np.log2(p)) for p in COUNTER_P])
-        cpi = model["cpi"][kernel]
-        assert cpi["cpi"] == pytest.approx(per_p.mean(), rel=1e-6)
-        assert cpi["deviation"] > 0
-        assert cpi["deviation"] == pytest.approx(np.var(per_p, ddof=1), rel=1e-6)
+        cpi = model.cpi[kernel]
+        assert cpi.cpi == pytest.approx(per_p.mean(), rel=1e-6)
+        assert cpi.deviation > 0
+        assert cpi.deviation == pytest.approx(np.var(per_p, ddof=1), rel=1e-6)
 
 
 def test_counter_mode_prediction(counter_model: dict, machine: dict) -> None:
@@ -289,9 +281,9 @@ def test_counter_mode_prediction(counter_model: dict, machine: dict) -> None:
 
 def test_without_a_machine_file_the_model_is_time_only(machine: dict) -> None:
     model = build_model(counter_table(hertz(machine)), [], source="counters")
-    assert model["mode"] == "time"
-    assert model["cpi"]                             # the counters were there
-    assert any("no machine file" in note for note in model["notes"])
+    assert model.mode == "time"
+    assert model.cpi                             # the counters were there
+    assert any("no machine file" in note for note in model.notes)
     table = predict(model, pd.DataFrame({"p": [128]}))
     assert "bf_mem" not in set(table["metric"]) and app_rows(table)["mem_time"] == 0
     truth = sum((k["cpi"] * k["instructions"] + k["stall_cycles"]) / 128
@@ -309,10 +301,10 @@ def test_counter_mode_beside_measured_application_and_mpi_time(machine: dict) ->
     app = time.assign(kernel=APP_KERNEL, metric="time", value=time["value"] + mpi["value"])
     model = build_model(check_table(pd.concat([table, mpi, app], ignore_index=True), "mixed"),
                         [], source="mixed", machine=machine)
-    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    classes = {k["kernel"]: k["class"] for k in model.kernels}
     assert classes == {"solve": "key", "exchange": "key", "MPI_Allreduce": "communication",
                        APP_KERNEL: "application"}
-    assert model["mode"] == "counters" and set(model["cpi"]) == set(KERNELS)
+    assert model.mode == "counters" and set(model.cpi) == set(KERNELS)
     table = predict(model, pd.DataFrame({"p": [128]}))
     app_time = app_rows(table)
     assert app_time["comm_time"] == pytest.approx(7e-3, rel=0.05)
@@ -353,17 +345,17 @@ def test_bf_comm_from_measured_application_time() -> None:
     model = build_model(measurements, [], source="bf", comm=comm)
     expected = float(np.sum(app - (solve + update)) / np.sum(comm_time))
     assert 0 < expected < 1
-    assert model["bf_comm"] == pytest.approx(expected, rel=1e-9)
-    assert "summed over 5 runs" in model["bf_comm_note"]
-    assert model["app_kernel"] == APP_KERNEL
+    assert model.bf_comm == pytest.approx(expected, rel=1e-9)
+    assert "summed over 5 runs" in model.bf_comm_note
+    assert model.app_kernel == APP_KERNEL
     # T_comm in Eq. 2 is the operations' Hockney models, scaled by BF_comm
     values = {"p": np.array([256.0])}
-    operations = sum(predict_operation(op, values)[0][0] for op in model["communication"])
+    operations = sum(op.predict(values)[0][0] for op in model.communication)
     comm_part = assemble(model, values)["comm_time"][0][0]
-    assert comm_part == pytest.approx(model["bf_comm"] * operations, rel=1e-12)
+    assert comm_part == pytest.approx(model.bf_comm * operations, rel=1e-12)
 
     without_app = measurements[measurements["kernel"] != APP_KERNEL]
-    assert build_model(without_app, [], source="bf", comm=comm)["bf_comm"] == 1.0
+    assert build_model(without_app, [], source="bf", comm=comm).bf_comm == 1.0
 
 
 def test_memory_contention_warning(machine: dict) -> None:
@@ -382,9 +374,9 @@ def test_memory_contention_warning(machine: dict) -> None:
                               "value": loads / 10}]
     model = build_model(pd.concat([table, pd.DataFrame(accesses)], ignore_index=True), [],
                         source="counters", machine=machine)
-    assert model["contention"]["solve"] == pytest.approx(1e-5, rel=1e-6)
-    assert model["contention"]["exchange"] == pytest.approx(1e-2, rel=1e-6)
-    warnings = [note for note in model["notes"] if note.startswith("memory contention")]
+    assert model.contention["solve"] == pytest.approx(1e-5, rel=1e-6)
+    assert model.contention["exchange"] == pytest.approx(1e-2, rel=1e-6)
+    warnings = [note for note in model.notes if note.startswith("memory contention")]
     assert len(warnings) == 1 and "'exchange'" in warnings[0]
 
 
@@ -400,9 +392,9 @@ def test_bf_comm_ignores_runs_without_communication_and_stays_a_share() -> None:
             for i, p in enumerate(BF_P)
             for kernel, value in (("solve", solve[i]), (APP_KERNEL, app[i]))]
     model = build_model(check_table(pd.DataFrame(rows), "m"), [], source="bf", comm=comm)
-    assert model["bf_comm"] == 1.0
-    assert f"summed over {len(BF_P) - 1} runs" in model["bf_comm_note"]
-    assert "clamped" in model["bf_comm_note"]
+    assert model.bf_comm == 1.0
+    assert f"summed over {len(BF_P) - 1} runs" in model.bf_comm_note
+    assert "clamped" in model.bf_comm_note
 
 
 def test_an_operation_no_shape_follows_is_left_out_with_a_note() -> None:
@@ -420,9 +412,9 @@ def test_an_operation_no_shape_follows_is_left_out_with_a_note() -> None:
     rows = [{"kernel": "relax", "metric": "time", "p": int(pp), "value": 1.0 / pp} for pp in p]
     model = build_model(check_table(pd.DataFrame(rows), "m"), [], source="ring",
                         comm=check_table(comm, "c", kind="communication"))
-    assert [op["op"] for op in model["communication"]] == ["MPI_Allreduce"]
+    assert [op.op for op in model.communication] == ["MPI_Allreduce"]
     assert any(note.startswith("MPI operation MPI_Sendrecv not modelled: no plausible fit")
-               for note in model["notes"]), model["notes"]
+               for note in model.notes), model.notes
 
 
 
@@ -433,10 +425,10 @@ def test_small_functions_sampled_at_two_p_only_are_left_out_with_a_note() -> Non
     rows = [{"kernel": "relax", "metric": "time", "p": p, "value": 1.0 / p} for p in (1, 2, 3)]
     rows += [{"kernel": "helper", "metric": "time", "p": p, "value": 0.004} for p in (2, 3)]
     model = build_model(check_table(pd.DataFrame(rows), "m"), [], source="sampled")
-    assert {entry["kernel"] for entry in model["series"]} == {"relax"}
+    assert {entry.kernel for entry in model.series} == {"relax"}
     assert any(note.startswith(f"{OTHERS}/time not modelled: the series has 2 distinct p (2, "
                                "3); at least 3 are needed")
-               for note in model["notes"]), model["notes"]
+               for note in model.notes), model.notes
     predicted = predict(model, pd.DataFrame({"p": [6]}))
     left_out = predicted["trust_reason"].str.startswith("not modelled")
     assert np.isfinite(predicted.loc[~left_out, "predicted"]).all()
@@ -455,8 +447,8 @@ def test_time_outside_computation_and_mpi_is_modelled() -> None:
             for kernel, value in (("solve", solve[i]), (APP_KERNEL, solve[i] + comm_time[i]
                                                         + startup[i]))]
     model = build_model(check_table(pd.DataFrame(rows), "m"), [], source="bf", comm=comm)
-    assert model["bf_comm"] == 1.0 and "<unaccounted>" in model["bf_comm_note"]
-    assert any(entry["kernel"] == "<unaccounted>" for entry in model["series"])
+    assert model.bf_comm == 1.0 and "<unaccounted>" in model.bf_comm_note
+    assert any(entry.kernel == "<unaccounted>" for entry in model.series)
     parts = assemble(model, {"p": np.array([float(BF_P[2])])})
     measured = solve[2] + comm_time[2] + startup[2]
     assert parts["time"][0][0] == pytest.approx(measured, rel=0.02)
@@ -468,10 +460,10 @@ def test_a_solved_bf_mem_replaces_the_stall_cycles(counter_model: dict, machine:
     memory time is BF_mem * T_mem (Eq. 2), with the instructions' relative bounds, and the
     table reports that BF_mem; the other kernel keeps its stall cycles."""
     model = copy.deepcopy(counter_model)
-    model["cpi"]["solve"]["bf_mem"] = 0.25
+    model.cpi["solve"].bf_mem = 0.25
     values = {"p": np.array([64.0, 128.0])}
     total = memory_time(model, "solve", values)
-    instructions = _fit_of(model, "solve", "instructions").predict(values)
+    instructions = model.fit_of("solve", "instructions").predict(values)
     mem = _kernel_time(model, "solve", values)["mem_time"]
     assert mem[0] == pytest.approx(0.25 * total)
     for bound, counted in zip(mem, instructions, strict=True):
@@ -481,7 +473,7 @@ def test_a_solved_bf_mem_replaces_the_stall_cycles(counter_model: dict, machine:
     table = predict(model, pd.DataFrame({"p": [128]}))
     assert kernel_row(table, "solve", "bf_mem") == pytest.approx(0.25)
     before = app_rows(predict(counter_model, pd.DataFrame({"p": [128]})))["mem_time"]
-    stalls = _fit_of(model, "solve", "stall_cycles").predict({"p": np.array([128.0])})[0][0] \
+    stalls = model.fit_of("solve", "stall_cycles").predict({"p": np.array([128.0])})[0][0] \
         / hertz(machine)
     assert app_rows(table)["mem_time"] == pytest.approx(before - stalls + 0.25 * total[1],
                                                         rel=1e-6)
@@ -505,12 +497,12 @@ def test_a_counters_only_table_models_every_series() -> None:
                  for k, metrics in per_kernel.items() for m, v in metrics.items()]
     table = check_table(pd.DataFrame(rows), "counters")
     model = build_model(table, [], source="counters")
-    assert model["cost_metric"] == "instructions"
-    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    assert model.cost_metric == "instructions"
+    classes = {k["kernel"]: k["class"] for k in model.kernels}
     assert classes == {"solve": "key", "halo": "key", "MPI_Allreduce": "communication"}
-    fitted = {(e["kernel"], e["metric"]) for e in model["series"]}
+    fitted = {(e.kernel, e.metric) for e in model.series}
     assert fitted == {(row["kernel"], row["metric"]) for row in rows}
-    assert any(note.startswith("no application time") for note in model["notes"])
+    assert any(note.startswith("no application time") for note in model.notes)
     predicted = predict(model, pd.DataFrame({"p": [32]})).set_index(["kernel", "metric"])
     assert kernel_row(predict(model, pd.DataFrame({"p": [32]})), "solve", "instructions") \
         == pytest.approx(8e9 / 32, rel=0.05)
@@ -519,3 +511,21 @@ def test_a_counters_only_table_models_every_series() -> None:
     app = predicted.loc[(APP_KERNEL, "time")]
     assert np.isnan(app["predicted"]) and app["trust"] == "unsupported"
     assert app["trust_reason"].startswith("no application time")
+
+
+def test_model_files_are_versioned(relearn_model, tmp_path: Path) -> None:
+    """apmt-model/2 is the typed model's file; a file of the first format is converted (the
+    fields its older versions lacked get the values apmt assumed then); others are refused."""
+    path = tmp_path / "model.json"
+    save_model(relearn_model, path)
+    data = json.loads(path.read_text())
+    assert data["format"] == "apmt-model/2"
+    old = {key: value for key, value in data.items() if key != "error_correlation"}
+    path.write_text(json.dumps({**old, "format": "apmt-model/1"}))
+    assert load_model(path).rho == 0.0 and load_model(path).notes == relearn_model.notes
+    path.write_text(json.dumps({**data, "format": "apmt-model/9"}))
+    with pytest.raises(ApmtError, match=r"model.json: not an apmt model \(field 'format'"):
+        load_model(path)
+    path.write_text(json.dumps({key: value for key, value in data.items() if key != "cpi"}))
+    with pytest.raises(ApmtError, match=r"model.json: not a valid apmt model \(KeyError"):
+        load_model(path)

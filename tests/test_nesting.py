@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from apmt.ingest import import_profiles
-from apmt.model import build_model, predict
+from apmt.model import build_model
 from apmt.nesting import call_tree, resolve
+from apmt.predict import predict
 from apmt.series import points
 from apmt.tables import APP_KERNEL, check_table
 
@@ -64,9 +65,9 @@ def test_overlapping_flat_regions_beside_the_application_time() -> None:
     assert found.nested == ["solver"] and "1 regions" in found.note
     model = build_model(check_table(flat.drop(columns="reps"), "t"), [], source="t",
                         app_kernel="main")
-    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    classes = {k["kernel"]: k["class"] for k in model.kernels}
     assert classes["solver"] == "nested" and classes["loop"] == "key"
-    assert {e["kernel"] for e in model["series"]} >= {"solver", "loop", "main"}
+    assert {e.kernel for e in model.series} >= {"solver", "loop", "main"}
     parts = predict(model, pd.DataFrame({"p": [4]})).set_index(["kernel", "metric"])
     assert parts.at[(APP_KERNEL, "comp_time"), "predicted"] <= \
         parts.at[(APP_KERNEL, "time"), "predicted"] * 1.05

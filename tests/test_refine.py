@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -17,7 +19,7 @@ from apmt.errors import ApmtError
 from apmt.evaluate import validate
 from apmt.ingest import import_profiles
 from apmt.machine import load_machine
-from apmt.model import build_model
+from apmt.model import Cpi, build_model
 from apmt.refine import (
     apply_frequency_solution,
     choose_p,
@@ -59,7 +61,7 @@ def validation(part: str | None, error: float = 0.3, p: float = 343.0) -> dict:
 def test_choose_p_refits_where_the_fitted_interval_is_widest(lulesh_model: dict) -> None:
     candidates = default_candidates(TRAINING_P)
     runs = choose_p(lulesh_model, TRAINING_P, None, {}, count=2)
-    fit = next(e["fit"] for e in lulesh_model["series"] if e["kernel"] == "main")
+    fit = next(e.fit for e in lulesh_model.series if e.kernel == "main")
     predicted, lower, upper = fit.predict({"p": np.array(candidates, float)})
     width = dict(zip(candidates, (upper - lower) / predicted, strict=True))
     assert [r["role"] for r in runs] == ["refit", "validate"]
@@ -154,7 +156,7 @@ def test_plan_round_follows_budget_and_part(lulesh_model: dict) -> None:
                                                           "max_p": 80})["exhausted"] == "candidates"
     # computation: needs a CPI per kernel, then a machine that can lower the frequency
     assert decide(validation("computation"))["keeps_model"]
-    counters = {**lulesh_model, "cpi": {"main": {"cpi": 1.2}}}
+    counters = replace(lulesh_model, cpi={"main": Cpi(1.2, 0.0, {})})
     lower = decide(validation("computation"), model=counters)
     assert lower["action"] == "lower_frequency"
     assert lower["frequency_ghz"] == 2.4 and lower["runs"][0]["p"] == 343
@@ -232,11 +234,12 @@ def test_solve_frequency_recovers_planted_cpi_core_and_bf_mem() -> None:
         assert solved.loc[kernel, "bf_mem"] == pytest.approx(blocking, rel=0.01)
         assert solved.loc[kernel, "sane"] and solved.loc[kernel, "frequencies"] == 3
         assert 0 < solved.loc[kernel, "residual"] < 0.01
-    model = {"cpi": {"stencil": {"cpi": 1.0}, "other": {"cpi": 2.0}}, "notes": []}
+    model = SimpleNamespace(cpi={"stencil": Cpi(1.0, 0.0, {}), "other": Cpi(2.0, 0.0, {})},
+                            notes=[])      # the parts of a Model that the solution changes
     refined = apply_frequency_solution(model, solution)
-    assert refined["cpi"]["stencil"]["cpi"] == pytest.approx(0.8, rel=0.01)
-    assert refined["cpi"]["stencil"]["refined"]["cpi_before"] == 1.0
-    assert refined["cpi"]["other"] == {"cpi": 2.0} and model["cpi"]["stencil"] == {"cpi": 1.0}
+    assert refined.cpi["stencil"].cpi == pytest.approx(0.8, rel=0.01)
+    assert refined.cpi["stencil"].refined["cpi_before"] == 1.0
+    assert refined.cpi["other"] == Cpi(2.0, 0.0, {}) and model.cpi["stencil"].cpi == 1.0
     one_clock = frequency_points(counter_runs(planted, machine).query("frequency_ghz == 2.0"),
                                  machine)
     assert not solve_frequency(one_clock)["sane"].any()

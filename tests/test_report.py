@@ -74,7 +74,7 @@ def test_kernel_fits(study, tmp_path):
     check_png(out)
     check_axes(figure)
     visible = [ax for ax in figure.axes if ax.get_visible()]
-    key = [k for k in study["model"]["kernels"] if k["class"] == "key"]
+    key = [k for k in study["model"].kernels if k["class"] == "key"]
     assert len(visible) == min(len(key), 6)
     # three parameter values: smallest, middle and largest n, each with its label
     labels = visible[0].get_legend_handles_labels()[1]
@@ -161,7 +161,7 @@ def test_ranking(study, tmp_path):
     check_axes(figure)
     assert figure.axes[0].get_yscale() == "log"
     labels = figure.axes[1].get_legend_handles_labels()[1]
-    ranked = [k for k in study["model"]["kernels"] if k["class"] in ("key", "non-scalable")]
+    ranked = [k for k in study["model"].kernels if k["class"] in ("key", "non-scalable")]
     assert len(labels) == len(ranked)
 
 

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from apmt.errors import ApmtError
 from apmt.evaluate import validate
-from apmt.model import build_model, predict
+from apmt.model import Model, build_model
+from apmt.predict import predict
 from apmt.tables import APP_KERNEL, check_table, write_table
 
 P_VALUES = (1, 2, 3, 4)
@@ -45,9 +46,11 @@ def run_rows(counter: dict[int, float | None], time_at: tuple[int, ...] = P_VALU
     return check_table(pd.DataFrame(rows), "sparse")
 
 
-def left_out(model_or_decision: dict) -> dict[tuple[str, str], str]:
-    return {(e["kernel"], e["metric"]): e["reason"] for e in model_or_decision["left_out"]
-            if "kernel" in e}
+def left_out(model_or_decision: Model | dict) -> dict[tuple[str, str], str]:
+    """The left-out series of a model, or of a decision (its JSON form)."""
+    entries = [entry.to_dict() for entry in model_or_decision.left_out] \
+        if isinstance(model_or_decision, Model) else model_or_decision["left_out"]
+    return {(e["kernel"], e["metric"]): e["reason"] for e in entries if "kernel" in e}
 
 
 def test_a_zero_among_positive_values_is_left_out_with_a_note() -> None:
@@ -56,8 +59,8 @@ def test_a_zero_among_positive_values_is_left_out_with_a_note() -> None:
     reasons = left_out(model)
     assert "is zero at p = 2, 3 and positive at 1, 4" in reasons[("solve", "llc_misses")]
     assert any(note.startswith("solve/llc_misses not modelled: the series is zero at p = 2, 3")
-               for note in model["notes"]), model["notes"]
-    fitted = {(e["kernel"], e["metric"]) for e in model["series"]}
+               for note in model.notes), model.notes
+    fitted = {(e.kernel, e.metric) for e in model.series}
     assert ("solve", "time") in fitted and ("solve", "llc_misses") not in fitted
     predicted = predict(model, pd.DataFrame({"p": [8, 64]}))
     counter = predicted[predicted["metric"] == "llc_misses"]
@@ -93,7 +96,7 @@ def test_a_key_kernel_without_a_model_of_its_time_is_named() -> None:
     application time leaves it out."""
     model = build_model(run_rows({}, time_at=(1, 2)), [], source="sampled")
     assert ("solve", "time") in left_out(model)
-    assert any("leaves out solve" in note for note in model["notes"]), model["notes"]
+    assert any("leaves out solve" in note for note in model.notes), model.notes
     predicted = predict(model, pd.DataFrame({"p": [8]})).set_index(["kernel", "metric"])
     assert np.isfinite(predicted.at[(APP_KERNEL, "time"), "predicted"])
 
@@ -152,11 +155,11 @@ def test_any_mix_of_absent_zero_and_positive_values_never_stops_the_model(data) 
                                  "value": value})
     table = check_table(pd.DataFrame(rows), "generated")
     model = build_model(table, [], source="generated")
-    modelled = {k["kernel"] for k in model["kernels"]
+    modelled = {k["kernel"] for k in model.kernels
                 if k["class"] in ("key", "non-scalable")}
     expected = {(k, m) for k, m in table[["kernel", "metric"]].drop_duplicates()
                 .itertuples(index=False) if k in modelled}
-    fitted = {(e["kernel"], e["metric"]) for e in model["series"]}
+    fitted = {(e.kernel, e.metric) for e in model.series}
     reasons = left_out(model)
     assert not fitted & set(reasons)
     assert expected <= fitted | set(reasons)

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from apmt.ingest import import_profiles
-from apmt.model import build_model, predict
+from apmt.model import build_model
+from apmt.predict import predict
 from apmt.tables import APP_KERNEL, check_table, read_table
 from apmt.trust import MAX_FACTOR, MAX_WIDTH, distance, judge
 

@@ -124,9 +124,9 @@ def test_the_profiled_study_traces_exactly_what_the_application_sends(batch) -> 
     # relax's work per rank is N/P: its time falls with P up to the 2 cores of this machine
     assert per_p[2] < 0.8 * per_p[1], per_p
     model = json.loads((folder / "results/ring/model.json").read_text())
-    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    classes = {k["kernel"]: k["class"] for k in model.kernels}
     assert classes["relax"] == "key"
-    assert {op["op"] for op in model["communication"]} >= {"MPI_Allreduce", "MPI_Sendrecv"}
+    assert {op.op for op in model.communication} >= {"MPI_Allreduce", "MPI_Sendrecv"}
 
 
 def test_a_tight_tolerance_triggers_refinement_within_its_budget(batch) -> None:

@@ -173,7 +173,7 @@ def key_kernels(data: StudyData) -> list[str]:
     """The key kernels: the model's when fitted, else classified here (paper 000, 3.2), else
     (no time and no cycles measured) those above the threshold in instructions."""
     if data.model is not None:
-        kernels = pd.DataFrame(data.model["kernels"], columns=["kernel", "class", "max_share"])
+        kernels = pd.DataFrame(data.model.kernels, columns=["kernel", "class", "max_share"])
     else:
         table = points(data.table, data.params)
         app = APP_KERNEL if APP_KERNEL in set(table["kernel"]) else None

@@ -3,13 +3,13 @@ and what makes it rise, how the kernels' ranking changes with scale, which funct
 scale; with the load imbalance (apmt.diagnose.imbalance) and paper 000's checks of memory
 contention and CPI.
 
-    sections(study_dir, p_values=None) -> [Section, ...]
+    sections(study_dir, p_values=None, data=None) -> [Section, ...]
 
-reads a study's results folder: model.json, measurements.csv and, when present, comm.csv (MPI
-time per rank), predictions.csv (its P join the scales diagnosed) and
-measurements.csv.provenance.json (which runs oversubscribed the cores). The numbers at each P
-come from the model (Eq. 2, apmt.model.assemble), at the measured P and at larger, predicted
-ones (apmt.series.scale_points); a P marked * lies beyond the measured ones.
+takes a study folder as apmt.diagnose.study reads it: model.json, measurements.csv and, when
+there, comm.csv (MPI time per rank), the predictions when given (their P join the scales
+diagnosed) and measurements.csv.provenance.json (which runs oversubscribed the cores). The
+numbers at each P come from the model (Eq. 2, apmt.predict.assemble), at the measured P and at
+larger, predicted ones (apmt.series.scale_points); a P marked * lies beyond the measured ones.
 
 Tables (times in seconds per rank):
 components (``components``): one row per P, component (kernel or MPI operation) and part.
@@ -48,14 +48,9 @@ from apmt.diagnose.study import StudyData, read_study
 from apmt.display import seconds
 from apmt.errors import ApmtError
 from apmt.kernels import KEY_THRESHOLD, NONSCALABLE_SLOPE, OTHERS
-from apmt.model import (
-    CONTENTION_LIMIT,
-    PART_LABELS,
-    application_trust,
-    assemble,
-    contributions,
-)
+from apmt.model import CONTENTION_LIMIT, PART_LABELS, Model
 from apmt.names import MPI_NAME, MPI_RUNTIME
+from apmt.predict import application_trust, assemble, contributions
 from apmt.series import MIN_DISTINCT_P, measured_points, per_run, points, scale_points
 from apmt.tables import APP_KERNEL, TIME_METRIC, check_table, parameter_columns
 from apmt.trust import UNSUPPORTED
@@ -89,9 +84,9 @@ def sections(study_dir: Path, p_values: Sequence[int] | None = None, *,
     data = data or read_study(study_dir)
     model = data.model
     measurements = check_table(data.table, str(study_dir / layout.MEASUREMENTS),
-                               "measurements", model["params"] if model else None)
+                               "measurements", model.params if model else None)
     measured = sorted(float(p) for p in measurements["p"].unique())
-    params = model["params"] if model else parameter_columns(measurements)
+    params = model.params if model else parameter_columns(measurements)
     result = []
     if len(measured) < MIN_DISTINCT_P:
         shown = ", ".join(f"{p:g}" for p in measured)
@@ -106,7 +101,7 @@ def sections(study_dir: Path, p_values: Sequence[int] | None = None, *,
     else:
         scales = _p_values(p_values, measured, data.predicted_p, study_dir)
         result += scaling_sections(model, measurements, scales)
-    threshold = model["threshold"] if model else KEY_THRESHOLD
+    threshold = model.threshold if model else KEY_THRESHOLD
     result.append(imbalance.section(measurements, data.comm, params, threshold,
                                     data.oversubscribed_p))
     if model is not None:
@@ -114,16 +109,16 @@ def sections(study_dir: Path, p_values: Sequence[int] | None = None, *,
     return result
 
 
-def scaling_sections(model: dict, measurements: pd.DataFrame,
+def scaling_sections(model: Model, measurements: pd.DataFrame,
                      p_values: list[float]) -> list[Section]:
     """Strong scaling (and weak, for a weak-scaling model), ranking and non-scalable
     functions at the given P."""
     # the work per rank of per-rank parameters stays as P grows: that is weak scaling
-    first = "weak" if model["scaling"] == "weak" and not _total_params(model) else "strong"
+    first = "weak" if model.scaling == "weak" and not _total_params(model) else "strong"
     values, setting = scale_values(model, measurements, p_values, "strong")
     strong = components(model, values)
     result = [scaling_section(model, measurements, values, strong, first, setting)]
-    if model["scaling"] == "weak" and _total_params(model):
+    if model.scaling == "weak" and _total_params(model):
         values, setting = scale_values(model, measurements, p_values, "weak")
         weak = components(model, values)
         result.append(scaling_section(model, measurements, values, weak, "weak", setting))
@@ -133,15 +128,15 @@ def scaling_sections(model: dict, measurements: pd.DataFrame,
 
 # ---------------------------------------------------------------------------- the numbers
 
-def scale_values(model: dict, measurements: pd.DataFrame, p_values: Sequence[float],
+def scale_values(model: Model, measurements: pd.DataFrame, p_values: Sequence[float],
                  mode: str = "strong") -> tuple[dict[str, np.ndarray], str]:
     """The points to diagnose and how they were chosen: every parameter at its largest
     measured value (strong), or the total ones growing with P from the largest measured run
     so that the work per rank stays (weak)."""
     p = np.asarray(sorted(set(float(v) for v in p_values)), float)
-    largest = {name: float(measurements[name].max()) for name in model["params"]}
+    largest = {name: float(measurements[name].max()) for name in model.params}
     values = {"p": p, **{name: np.full(len(p), value) for name, value in largest.items()}}
-    per_rank = set(model["per_rank_params"])
+    per_rank = set(model.per_rank_params)
     described = [f"{name}={value:.10g}" + (" per rank" if name in per_rank else "")
                  for name, value in largest.items()]
     if mode == "weak":
@@ -154,14 +149,14 @@ def scale_values(model: dict, measurements: pd.DataFrame, p_values: Sequence[flo
     return values, ", ".join(described)
 
 
-def components(model: dict, values: dict[str, np.ndarray]) -> pd.DataFrame:
+def components(model: Model, values: dict[str, np.ndarray]) -> pd.DataFrame:
     """The model's time per component (kernel or MPI operation) and part of Eq. 2 at the
-    points (columns p, kernel, part, time): apmt.model.assemble's parts split by where they
+    points (columns p, kernel, part, time): apmt.predict.assemble's parts split by where they
     come from; summed per part they are assemble's parts."""
     rows = []
     for source, part, operation, bounds in contributions(model, values):
         if part == "comm_time":
-            label = _comm_part(operation["op"], operation["kind"]) if operation else \
+            label = _comm_part(operation.op, operation.kind) if operation else \
                 _comm_part(source)
         else:
             label = OTHERS_PART if part == "others_time" else PART_LABELS[part]
@@ -183,10 +178,10 @@ def _comm_part(name: str, kind: str | None = None) -> str:
     return P2P if kind == "p2p" else name
 
 
-def breakdown(model: dict, values: dict[str, np.ndarray], parts: pd.DataFrame,
+def breakdown(model: Model, values: dict[str, np.ndarray], parts: pd.DataFrame,
               measurements: pd.DataFrame, trust: list[str]) -> pd.DataFrame:
     """One row per P: measured and modelled application time, how far the latter can be
-    trusted (apmt.model.application_trust's levels) and the parts (see the module
+    trusted (apmt.predict.application_trust's levels) and the parts (see the module
     docstring); negative predictions count as zero."""
     wide = parts.assign(time=parts["time"].clip(lower=0.0)).pivot_table(
         index="p", columns="part", values="time", aggfunc="sum", sort=False)
@@ -215,31 +210,31 @@ def _fold_minor_collectives(wide: pd.DataFrame) -> pd.DataFrame:
     return wide[order]
 
 
-def _measured_app(model: dict, measurements: pd.DataFrame,
+def _measured_app(model: Model, measurements: pd.DataFrame,
                   values: dict[str, np.ndarray]) -> np.ndarray:
     """The mean measured application time at each point that was measured, else NaN."""
-    app = model["app_kernel"] or APP_KERNEL
+    app = model.app_kernel or APP_KERNEL
     if app in set(measurements["kernel"]):
-        measured = measured_points(measurements, model["params"], app)
+        measured = measured_points(measurements, model.params, app)
     else:   # no application kernel: the model's time is the sum of the kernels, so too here
-        runs = per_run(measurements[measurements["metric"] == TIME_METRIC], model["params"])
-        summed = runs.groupby(["p", *model["params"], "rep"], as_index=False)["value"].sum()
-        measured = summed.groupby(["p", *model["params"]], as_index=False)["value"].mean()
+        runs = per_run(measurements[measurements["metric"] == TIME_METRIC], model.params)
+        summed = runs.groupby(["p", *model.params, "rep"], as_index=False)["value"].sum()
+        measured = summed.groupby(["p", *model.params], as_index=False)["value"].mean()
         measured = measured.rename(columns={"value": "mean"})
     result = np.full(len(values["p"]), np.nan)
     for index in range(len(values["p"])):
         mask = np.isclose(measured["p"].to_numpy(float), values["p"][index])
-        for name in model["params"]:
+        for name in model.params:
             mask &= np.isclose(measured[name].to_numpy(float), values[name][index])
         if mask.any():
             result[index] = float(measured.loc[mask, "mean"].iloc[0])
     return result
 
 
-def kernel_times(model: dict, parts: pd.DataFrame) -> pd.DataFrame:
+def kernel_times(model: Model, parts: pd.DataFrame) -> pd.DataFrame:
     """Per key or non-scalable kernel and P: its modelled time (all its parts) and its rank
     among them (1: the most expensive); columns p, kernel, time, rank."""
-    ranked = {k["kernel"] for k in model["kernels"] if k["class"] in ("key", "non-scalable")}
+    ranked = {k["kernel"] for k in model.kernels_of("key", "non-scalable")}
     rows = parts[parts["kernel"].isin(ranked)]
     times = rows.groupby(["p", "kernel"], as_index=False)["time"].sum()
     times["rank"] = times.groupby("p")["time"].rank(ascending=False, method="first")
@@ -248,7 +243,7 @@ def kernel_times(model: dict, parts: pd.DataFrame) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- the sections
 
-def scaling_section(model: dict, measurements: pd.DataFrame, values: dict[str, np.ndarray],
+def scaling_section(model: Model, measurements: pd.DataFrame, values: dict[str, np.ndarray],
                     parts: pd.DataFrame, mode: str, setting: str) -> Section:
     """Which part dominates at each P, where the total stops falling and what makes it rise."""
     levels, reasons = application_trust(model, values)
@@ -346,22 +341,22 @@ def _rise_causes(parts: pd.DataFrame, low_p: float, high_p: float, measured_max:
     return findings
 
 
-def _scaling_note(model: dict, parts: pd.DataFrame, measured_max: float) -> str:
+def _scaling_note(model: Model, parts: pd.DataFrame, measured_max: float) -> str:
     notes = [f"* predicted beyond the measured P (largest measured: {measured_max:g})"]
     negative = sorted(set(parts.loc[parts["time"] < 0, "kernel"]))
     if negative:
         notes.append("predicted negative, counted as 0: " + ", ".join(negative))
-    if model["app_kernel"] not in (None, APP_KERNEL):
-        notes.append(f"time is the fit of {model['app_kernel']!r}, the parts the fits of the "
+    if model.app_kernel not in (None, APP_KERNEL):
+        notes.append(f"time is the fit of {model.app_kernel!r}, the parts the fits of the "
                      "other kernels")
-    nested = [k["kernel"] for k in model["kernels"] if k["class"] == "nested"]
+    nested = [k["kernel"] for k in model.kernels_of("nested")]
     if nested:
         notes.append(f"nested regions, inside the parts and not counted again: "
                      f"{', '.join(nested)}")
     return "; ".join(notes)
 
 
-def ranking_section(model: dict, parts: pd.DataFrame, measured_max: float) -> Section:
+def ranking_section(model: Model, parts: pd.DataFrame, measured_max: float) -> Section:
     """Kernels ranked by modelled time at each P; flagged: minor at the smallest P and among
     the TOP_RANKS at the largest (paper 001's edgevunpack)."""
     times = kernel_times(model, parts)
@@ -389,11 +384,11 @@ def ranking_section(model: dict, parts: pd.DataFrame, measured_max: float) -> Se
                                            f"the run-time system's parts not ranked")
 
 
-def _runtime_shares(model: dict, parts: pd.DataFrame, at: list[float],
+def _runtime_shares(model: Model, parts: pd.DataFrame, at: list[float],
                     measured_max: float) -> list[Finding]:
     """How much of the modelled time the run-time system takes (MPI's internals, the loader,
     the C library and the OS kernel), by bucket: what the ranking leaves out."""
-    buckets = {k["kernel"] for k in model["kernels"]
+    buckets = {k["kernel"] for k in model.kernels
                if k["class"] == "runtime" or k["kernel"] == MPI_RUNTIME}
     rows = parts[parts["kernel"].isin(buckets)]
     if rows.empty:
@@ -412,10 +407,10 @@ def _runtime_shares(model: dict, parts: pd.DataFrame, at: list[float],
     return findings
 
 
-def _ranking_table(model: dict, times: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:
+def _ranking_table(model: Model, times: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:
     first, last = times["p"].min(), times["p"].max()
     by_p = times.set_index(["kernel", "p"])
-    classes = {k["kernel"]: k["class"] for k in model["kernels"]}
+    classes = model.classes
     total_last = parts.loc[parts["p"] == last, "time"].clip(lower=0.0).sum()
     top = times[times["rank"] <= TOP_RANKS].groupby("kernel")["p"].min()
     rows = []
@@ -427,7 +422,7 @@ def _ranking_table(model: dict, times: pd.DataFrame, parts: pd.DataFrame) -> pd.
                      "share_last": tail["time"] / total_last,
                      "top_from": top.get(kernel, np.nan),
                      "flagged": bool(head["rank"] > TOP_RANKS >= tail["rank"]
-                                     and tail["time"] >= model["threshold"] * total_last)})
+                                     and tail["time"] >= model.threshold * total_last)})
     return pd.DataFrame(rows)
 
 
@@ -439,15 +434,15 @@ def _top(times: pd.DataFrame, p: float, parts: pd.DataFrame, measured_max: float
     return Finding("info", f"top kernels at {_p(p, measured_max)}: {listed}", p=int(p))
 
 
-def nonscalable_section(model: dict, measurements: pd.DataFrame,
+def nonscalable_section(model: Model, measurements: pd.DataFrame,
                         parts: pd.DataFrame) -> Section:
     """Functions whose time per rank does not fall with P (grows, in weak scaling): the
     non-scalable class, and key kernels with the same slope."""
-    limit = NONSCALABLE_SLOPE[model["scaling"]]
-    kernels = [k for k in model["kernels"] if k["class"] == "non-scalable"
+    limit = NONSCALABLE_SLOPE[model.scaling]
+    kernels = [k for k in model.kernels if k["class"] == "non-scalable"
                or (k["class"] == "key" and k["slope"] is not None and k["slope"] > limit)]
     title = "Non-scalable functions"
-    trend = "does not fall" if model["scaling"] == "strong" else "grows"
+    trend = "does not fall" if model.scaling == "strong" else "grows"
     if not kernels:
         return Section(title, [Finding("info", (
             f"every function's time per rank scales: none above P^{limit:g} (slope of time "
@@ -460,7 +455,7 @@ def nonscalable_section(model: dict, measurements: pd.DataFrame,
     findings = []
     for _, row in table.head(MAX_LISTED).iterrows():
         share = row["predicted_last"] / total
-        severity = "problem" if share >= model["threshold"] else "warning"
+        severity = "problem" if share >= model.threshold else "warning"
         findings.append(Finding(severity, (
             f"{row['kernel']}: time per rank ~ P^{row['slope']:.2f}, {trend} with P: "
             f"{seconds(row['measured_first'], missing=NOT_SEEN)} at P={first_p:g}, "
@@ -471,10 +466,10 @@ def nonscalable_section(model: dict, measurements: pd.DataFrame,
     return Section(title, findings, table, note)
 
 
-def _nonscalable_table(model: dict, measurements: pd.DataFrame, parts: pd.DataFrame,
+def _nonscalable_table(model: Model, measurements: pd.DataFrame, parts: pd.DataFrame,
                        kernels: list[dict]) -> pd.DataFrame:
-    series = points(measurements[measurements["metric"] == TIME_METRIC], model["params"])
-    series = series.sort_values(["p", *model["params"]]).groupby(["kernel", "p"]).last()
+    series = points(measurements[measurements["metric"] == TIME_METRIC], model.params)
+    series = series.sort_values(["p", *model.params]).groupby(["kernel", "p"]).last()
     last = parts["p"].max()
     predicted = parts[parts["p"] == last].groupby("kernel")["time"].sum()
     first_p, last_p = measurements["p"].min(), measurements["p"].max()
@@ -490,16 +485,16 @@ def _nonscalable_table(model: dict, measurements: pd.DataFrame, parts: pd.DataFr
                                           ignore_index=True)
 
 
-def checks_section(model: dict) -> Section:
+def checks_section(model: Model) -> Section:
     """Paper 000's warnings: memory contention E above CONTENTION_LIMIT in the profiling
     runs (predictions for larger sizes may be optimistic), and a CPI that varies over runs
     (Eq. 4) though the model takes it as constant."""
-    contention, cpi = model["contention"], model["cpi"]
+    contention, cpi = model.contention, model.cpi
     kernels = sorted(set(contention) | set(cpi))
     table = pd.DataFrame({"kernel": kernels,
                           "contention": [contention.get(k, np.nan) for k in kernels],
-                          "cpi": [cpi.get(k, {}).get("cpi", np.nan) for k in kernels],
-                          "cpi_deviation": [cpi.get(k, {}).get("deviation", np.nan)
+                          "cpi": [cpi[k].cpi if k in cpi else np.nan for k in kernels],
+                          "cpi_deviation": [cpi[k].deviation if k in cpi else np.nan
                                             for k in kernels]})
     findings = []
     for kernel, ratio in contention.items():
@@ -509,12 +504,12 @@ def checks_section(model: dict) -> Section:
                 f"> {CONTENTION_LIMIT:g} in the profiling runs: predictions for larger "
                 "problem sizes may be optimistic; profile at other P (paper 000, 4.2)"), kernel))
     for kernel, entry in cpi.items():
-        if entry["deviation"] > CPI_DEVIATION_LIMIT:
-            runs = ", ".join(f"{run}: {value:.3g}" for run, value in entry["per_run"].items())
+        if entry.deviation > CPI_DEVIATION_LIMIT:
+            runs = ", ".join(f"{run}: {value:.3g}" for run, value in entry.per_run.items())
             findings.append(Finding("warning", (
-                f"{kernel}: CPI varies over runs, deviation (Eq. 4) {entry['deviation']:.2g} > "
+                f"{kernel}: CPI varies over runs, deviation (Eq. 4) {entry.deviation:.2g} > "
                 f"{CPI_DEVIATION_LIMIT:g} ({runs}): the model's constant CPI "
-                f"{entry['cpi']:.3g} is doubtful for it"), kernel))
+                f"{entry.cpi:.3g} is doubtful for it"), kernel))
     if not findings and kernels:
         findings.append(Finding("info", (
             f"E <= {CONTENTION_LIMIT:g} and CPI deviation <= {CPI_DEVIATION_LIMIT:g} for "
@@ -552,8 +547,8 @@ def _is_process_count(value: object) -> bool:
     return not isinstance(value, bool) and number.is_integer() and number >= 1
 
 
-def _total_params(model: dict) -> list[str]:
-    return [name for name in model["params"] if name not in model["per_rank_params"]]
+def _total_params(model: Model) -> list[str]:
+    return [name for name in model.params if name not in model.per_rank_params]
 
 
 def _p(p: float, measured_max: float) -> str:

@@ -16,7 +16,7 @@ from apmt import layout
 from apmt.diagnose.imbalance import oversubscribed
 from apmt.errors import ApmtError
 from apmt.machine import check_machine, load_machine
-from apmt.model import load_model
+from apmt.model import Model, load_model
 from apmt.tables import parameter_columns, read_json, read_table
 
 
@@ -28,7 +28,7 @@ class StudyData:
     table: pd.DataFrame                      # the measurements, as read
     params: list[str]
     provenance: dict                         # the measurements' sidecar ({} without one)
-    model: dict | None
+    model: Model | None
     machine: dict | None
     machine_source: str | None
     comm: pd.DataFrame | None = None
@@ -52,7 +52,7 @@ def read_study(folder: str | Path, machine: str | Path | None = None,
     params = [name for name in params if name in table.columns]
     found, source = _machine(folder, machine, provenance, model)
     comm_path = folder / layout.COMM
-    comm = read_table(comm_path, "communication", model["params"] if model else None) \
+    comm = read_table(comm_path, "communication", model.params if model else None) \
         if comm_path.exists() else None
     predicted = predicted_p(Path(predictions)) if predictions is not None else []
     return StudyData(folder, table, params, provenance, model, found, source, comm, predicted)
@@ -63,18 +63,13 @@ def _provenance(folder: Path) -> dict:
     return read_json(path) if path.is_file() else {}
 
 
-def _model(folder: Path) -> dict | None:
+def _model(folder: Path) -> Model | None:
     path = folder / layout.MODEL
-    if not path.is_file():
-        return None
-    try:
-        return load_model(path)
-    except (KeyError, TypeError, ValueError) as error:
-        raise ApmtError(f"{path}: not a valid apmt model ({error})") from None
+    return load_model(path) if path.is_file() else None
 
 
 def _machine(folder: Path, given: str | Path | None, provenance: dict,
-             model: dict | None) -> tuple[dict | None, str | None]:
+             model: Model | None) -> tuple[dict | None, str | None]:
     """The given machine; else the provenance's (the file or shipped name the runs were
     measured with, or its name), the study file's, or the one stored in model.json."""
     if given is not None:
@@ -88,8 +83,8 @@ def _machine(folder: Path, given: str | Path | None, provenance: dict,
             return load_machine(named), "named by the study"
         except ApmtError as error:
             problem = problem or error
-    if model is not None and isinstance(model.get("machine"), dict):
-        return check_machine(model["machine"], str(folder / layout.MODEL)), "stored in model.json"
+    if model is not None and isinstance(model.machine, dict):
+        return check_machine(model.machine, str(folder / layout.MODEL)), "stored in model.json"
     if problem is not None:
         raise ApmtError(f"{folder / layout.MEASUREMENTS_PROVENANCE}: field 'machine': {problem} "
                         "(give one with --machine)")

@@ -1,0 +1,272 @@
+"""The model (apmt.model) at points: every series, and the application's time and its parts
+assembled by Eq. 2, each with its 90% interval and how far it can be trusted (apmt.trust).
+
+The output of ``predict`` is the ``predictions`` table documented in apmt.tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+from apmt import trust
+from apmt.comm import Operation
+from apmt.kernels import OTHERS
+from apmt.machine import hertz
+from apmt.model import NO_TIME, PARTS, UNACCOUNTED, LeftOut, Model
+from apmt.series import point_values
+from apmt.tables import APP_KERNEL, TIME_METRIC
+from apmt.trust import MAJOR_SHARE, MAX_FACTOR, UNSUPPORTED, judge, merged_domain
+
+Bounds = tuple[np.ndarray, np.ndarray, np.ndarray]
+Term = tuple[str, str, Operation | None, Bounds]
+
+
+def predict(model: Model, targets: pd.DataFrame,
+            volume_ratios: dict[str, float] | None = None) -> pd.DataFrame:
+    """Predictions of every series and of the application at the target points, each with
+    how far it can be trusted (apmt.trust); a series the model could not fit has a row too,
+    without a number, saying why."""
+    params = model.params
+    values = point_values(targets, params)
+    frames = []
+    for entry in model.series:
+        bounds = entry.fit.predict(values)
+        # the rows of kernel <app> are the assembled ones; a measured <app>'s own fit is beside
+        metric = f"fitted_{entry.metric}" if entry.kernel == APP_KERNEL else entry.metric
+        frames.append(_rows(targets, params, entry.kernel, metric, bounds,
+                            judge(entry.fit.domain, values, *bounds)))
+    nan = np.full(len(values["p"]), np.nan)
+    for entry in model.left_out:
+        kernel, metric = _left_out_row(entry)
+        frames.append(_rows(targets, params, kernel, metric, (nan, nan, nan),
+                            ([UNSUPPORTED] * len(nan), [entry.not_modelled] * len(nan))))
+    frames += _application_rows(model, targets, values, volume_ratios)
+    frames += _memory_rows(model, targets, values)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _left_out_row(entry: LeftOut) -> tuple[str, str]:
+    """The kernel and metric a left-out series (or operation's time) has in the table."""
+    if entry.operation is not None:
+        return entry.operation, TIME_METRIC
+    return entry.kernel, entry.metric
+
+
+def _application_rows(model: Model, targets: pd.DataFrame, values: dict,
+                      volume_ratios: dict[str, float] | None) -> list[pd.DataFrame]:
+    """The application's time and its parts, judged on the measured range of the whole model
+    (the time as application_trust says)."""
+    domain = merged_domain(model.domains())
+    terms = list(contributions(model, values, volume_ratios))
+    parts = assemble(model, values, volume_ratios, terms)
+    frames = [_rows(targets, model.params, APP_KERNEL, TIME_METRIC, parts[TIME_METRIC],
+                    application_trust(model, values, volume_ratios, terms))]
+    for part in PARTS:
+        frames.append(_rows(targets, model.params, APP_KERNEL, part, parts[part],
+                            judge(domain, values, *parts[part])))
+    return frames
+
+
+def application_trust(model: Model, values: dict[str, np.ndarray],
+                      volume_ratios: dict[str, float] | None = None,
+                      terms: list[Term] | None = None) -> tuple[list[str], list[str]]:
+    """How far the application time at the points can be trusted (apmt.trust), on the measured
+    range of the whole model; also unsupported where a part that carries a tenth of it or
+    more is, naming the largest such part (the cause, also when the sum's own interval is too
+    wide; not when the point lies too far beyond every measured range, which is reason
+    enough). ``terms`` as for assemble."""
+    terms = terms if terms is not None else list(contributions(model, values, volume_ratios))
+    time = assemble(model, values, volume_ratios, terms)[TIME_METRIC]
+    domain = merged_domain(model.domains())
+    levels, reasons = judge(domain, values, *time)
+    if not model.predicts_time():
+        return levels, [NO_TIME] * len(reasons)
+    total = time[0]
+    largest = np.zeros(len(total))     # the largest unsupported part named so far
+    far = trust.distance(domain, values)[0] > MAX_FACTOR
+    for source, _, operation, bounds in terms:
+        part_levels, part_reasons = judge(_domain_of(model, source, operation), values, *bounds)
+        for i, level in enumerate(part_levels):
+            major = bounds[0][i] >= max(MAJOR_SHARE * total[i], largest[i])
+            if level == UNSUPPORTED and major and not far[i]:
+                levels[i], largest[i] = UNSUPPORTED, bounds[0][i]
+                reasons[i] = (f"{bounds[0][i] / total[i]:.0%} of it is {source}, whose "
+                              f"prediction is unsupported: {part_reasons[i]}")
+    return levels, reasons
+
+
+def _domain_of(model: Model, source: str, operation: Operation | None) -> dict:
+    """The measured range of one term of Eq. 2 (a kernel's fit, or an MPI operation's)."""
+    if operation is not None:
+        return operation.fits["time"].domain
+    fit = model.fit_of(source, model.kernel_metric(source))
+    return fit.domain if fit is not None else {}
+
+
+def _memory_rows(model: Model, targets: pd.DataFrame, values: dict) -> list[pd.DataFrame]:
+    """Per counter-mode kernel: T_mem (Eq. 3) and BF_mem, the share of it not overlapped."""
+    if model.mode != "counters":
+        return []
+    frames = []
+    nan = np.full(len(values["p"]), np.nan)
+    for kernel, entry in model.cpi.items():
+        total = memory_time(model, kernel, values)
+        stalls = model.fit_of(kernel, "stall_cycles")
+        if total is None or (stalls is None and entry.bf_mem is None):
+            continue
+        blocking = np.full(len(values["p"]), float(entry.bf_mem)) \
+            if entry.bf_mem is not None else \
+            stalls.predict(values)[0] / hertz(model.machine) / total
+        judged = judge(_domain_of(model, kernel, None), values, total, nan, nan)
+        for metric, value in (("mem_total_time", total), ("bf_mem", blocking)):
+            frames.append(_rows(targets, model.params, kernel, metric, (value, nan, nan),
+                                judged))
+    return frames
+
+
+def _rows(targets: pd.DataFrame, params: list[str], kernel: str, metric: str,
+          bounds: tuple[np.ndarray, ...], judged: tuple[list[str], list[str]]) -> pd.DataFrame:
+    frame = targets[["p", *params]].reset_index(drop=True).copy()
+    frame.insert(0, "metric", metric)
+    frame.insert(0, "kernel", kernel)
+    predicted, lower, upper = bounds
+    return frame.assign(predicted=predicted, lower=lower, upper=upper, trust=judged[0],
+                        trust_reason=judged[1])
+
+
+def assemble(model: Model, values: dict[str, np.ndarray],
+             volume_ratios: dict[str, float] | None = None,
+             terms: list[Term] | None = None) -> dict[str, Bounds]:
+    """T_app and its parts at the points; each as (predicted, lower, upper).
+
+    The terms' errors are correlated (their series come from the same runs, and what
+    surprises one beyond the measured range often surprises all): the distances from a
+    prediction to its interval's ends add as those of correlated errors, with the model's
+    pooled correlation (in quadrature when it is 0, linearly when 1). The application's time
+    is the sum of the parts; the fit of the application kernel when one is named, or when no
+    kernel's time is modelled (a table of counters per function beside the measured wall
+    time); else (no time at all) not a number. ``terms``: contributions() at these points,
+    when the caller has them already.
+    """
+    parts = {part: _Sum(len(values["p"]), model.rho) for part in PARTS}
+    total = _Sum(len(values["p"]), model.rho)
+    terms = terms if terms is not None else contributions(model, values, volume_ratios)
+    for _, part, _, bounds in terms:
+        parts[part].add(bounds)
+        total.add(bounds)
+    app = total.bounds()
+    app_fit = model.fit_of(model.app_kernel, TIME_METRIC)
+    computing = model.computes()
+    if app_fit is not None and (model.app_kernel != APP_KERNEL or not computing):
+        app = app_fit.predict(values)
+    elif not computing:     # no time per kernel (a counters-only table): no application time
+        app = tuple(np.full(len(values["p"]), np.nan) for _ in range(3))
+    return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
+
+
+def predicted_parts(model: Model, values: dict[str, np.ndarray]) -> dict[str, Bounds]:
+    """The application time and its parts as apmt.model.measured_parts measures them, each
+    as (predicted, lower, upper): computation_time is every computing kernel's term (memory
+    included), others_time the time outside kernels and MPI (not a number when the model
+    has no term for it)."""
+    terms = list(contributions(model, values))
+    computing, outside = _Sum(len(values["p"]), model.rho), _Sum(len(values["p"]), model.rho)
+    for source, part, _, bounds in terms:
+        if part != "comm_time":
+            (outside if source == UNACCOUNTED else computing).add(bounds)
+    unmodelled = tuple(np.full(len(values["p"]), np.nan) for _ in range(3))
+    assembled = assemble(model, values, terms=terms)
+    return {"time": assembled[TIME_METRIC], "computation_time": computing.bounds(),
+            "comm_time": assembled["comm_time"],
+            "others_time": outside.bounds() if model.fit_of(UNACCOUNTED, TIME_METRIC)
+            is not None else unmodelled}
+
+
+def contributions(model: Model, values: dict[str, np.ndarray],
+                  volume_ratios: dict[str, float] | None = None) -> Iterator[Term]:
+    """Every term of Eq. 2 at the points, as (source, part, operation, bounds): the source is
+    a kernel or an MPI operation's name, the part one of PARTS, the operation the
+    communication model's (None for a kernel), the bounds (predicted, lower, upper).
+    assemble sums them per part; the diagnosis shows them one by one."""
+    for entry, kind in model.summed_series():
+        kernel = entry.kernel
+        if kind == "communication":
+            yield kernel, "comm_time", None, entry.fit.predict(values)
+        elif kernel in (OTHERS, UNACCOUNTED):
+            yield kernel, "others_time", None, entry.fit.predict(values)
+        else:
+            for part, bounds in _kernel_time(model, kernel, values).items():
+                yield kernel, part, None, bounds
+    for operation in model.communication:
+        bounds = operation.predict(values, _ratio(volume_ratios or {}, operation))
+        yield (operation.name, "comm_time", operation,
+               tuple(b * model.bf_comm for b in bounds))
+
+
+def _ratio(ratios: dict[str, float], operation: Operation) -> float:
+    """The volume ratio of an operation: its own, its pattern's (p2p, collective), or all's."""
+    for pattern in (operation.op, operation.kind, "all"):
+        if pattern in ratios:
+            return ratios[pattern]
+    return 1.0
+
+
+class _Sum:
+    """A sum of predictions whose errors have a common correlation rho: each side's distance
+    to the interval's end is sqrt((1 - rho) * sum w^2 + rho * (sum w)^2)."""
+
+    def __init__(self, n: int, rho: float = 0.0) -> None:
+        self.rho = rho
+        self.value = np.zeros(n)
+        self.linear = {side: np.zeros(n) for side in ("below", "above")}
+        self.squares = {side: np.zeros(n) for side in ("below", "above")}
+
+    def add(self, bounds: tuple[np.ndarray, ...]) -> None:
+        predicted, lower, upper = bounds
+        self.value = self.value + predicted
+        for side, distance in (("below", predicted - lower), ("above", upper - predicted)):
+            self.linear[side] = self.linear[side] + distance
+            self.squares[side] = self.squares[side] + distance**2
+
+    def _distance(self, side: str) -> np.ndarray:
+        return np.sqrt((1.0 - self.rho) * self.squares[side] + self.rho * self.linear[side] ** 2)
+
+    def bounds(self) -> Bounds:
+        return (self.value, self.value - self._distance("below"),
+                self.value + self._distance("above"))
+
+
+def _kernel_time(model: Model, kernel: str, values: dict) -> dict[str, Bounds]:
+    """Computation and non-overlapped memory time of one kernel at the points."""
+    if model.kernel_metric(kernel) == TIME_METRIC:
+        return {"comp_time": model.fit_of(kernel, TIME_METRIC).predict(values)}
+    frequency = hertz(model.machine)
+    instructions = model.fit_of(kernel, "instructions").predict(values)
+    entry = model.cpi[kernel]
+    result = {"comp_time": tuple(b * entry.cpi / frequency for b in instructions)}
+    total = memory_time(model, kernel, values) if entry.bf_mem is not None else None
+    stalls = model.fit_of(kernel, "stall_cycles")
+    if total is not None:
+        # refined at a lower frequency (Eq. 5): BF_mem * T_mem, with the instructions' bounds
+        result["mem_time"] = tuple(entry.bf_mem * total * b / instructions[0]
+                                   for b in instructions)
+    elif stalls is not None:
+        result["mem_time"] = tuple(b / frequency for b in stalls.predict(values))
+    return result
+
+
+def memory_time(model: Model, kernel: str, values: dict) -> np.ndarray | None:
+    """T_mem of Eq. 3 from the fitted hit counts and the machine's latencies, in seconds."""
+    latencies = model.machine["latency_cycles"]
+    levels = {"l1_hits": "l1", "l2_hits": "l2", "llc_hits": "llc", "llc_misses": "memory"}
+    total = None
+    for metric, level in levels.items():
+        fit = model.fit_of(kernel, metric)
+        if fit is None:
+            return None
+        cycles = fit.predict(values)[0] * latencies[level]
+        total = cycles if total is None else total + cycles
+    return total / hertz(model.machine)
