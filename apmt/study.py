@@ -1,48 +1,13 @@
 """A study: which application to run, at which process counts and problem sizes, and how.
 
-A study is a YAML file; every field is checked here, before any run starts, so that a typo
-costs one line of error instead of an hour of runs. Fields:
-
-    name            the study's name, the folder ``raw/<name>/`` (default: the file's stem)
-    command         the application's command line, a template: split into words as a
-                    shell splits them (quotes group a word), then ``{p}``, each parameter
-                    (``{size}``) and ``{run_dir}`` (the run's folder, also its working
-                    directory) filled in each word; the words run as they are, without a
-                    shell (``|``, ``$(...)``, ``$VAR``, ``~`` inside a word are plain text),
-                    optionally ending in ``< file`` for its standard input. A word that is a
-                    shell operator (``;``, ``&&``, ``|``, ``>`` ...) is refused, as are
-                    format specifications (``{p:>8}``, ``{p!r}``): a placeholder is its name
-    p               process counts, e.g. [1, 2, 4] (at most 2**31 - 1, MPI's int)
-    accepts_p       the P the application can run: any (default), powers_of_two, squares,
-                    cubes, a list, or {form: ..., max: P} (apmt.accepted); the
-                    study's own P are checked against it, and refinement proposes only these
-    params          parameter name -> values; the runs are the product of these with ``p``
-    labels          placeholders that name a parameter's value in words, e.g. NPB's class:
-                    ``class: {na: {1400: S, 7000: W}}`` gives ``{class}`` = S where the
-                    parameter na is 1400 (the model sees na, the command the class letter);
-                    every value of the parameter needs its label
-    points          instead of params: a list of parameter mappings; a point that gives ``p``
-                    is one run at that P, the others are combined with every value in ``p``
-    repetitions     runs per point (default 1, at most 1,000; a study makes at most 100,000
-                    runs in all)
-    launcher        auto (default: srun inside a Slurm allocation, where SLURM_JOB_ID is set,
-                    else mpirun), mpirun, mpiexec or srun
-    launcher_args   further words for the launcher, e.g. [--bind-to, core]
-    srun_mpi        srun's --mpi plugin, e.g. pmix (srun, or auto when it chooses srun)
-    backend         perf-events, perf-clock, cachegrind, auto (default) or none
-    metrics         the abstract metrics to measure (default: the backend's choice)
-    machine         machine file or shipped machine name (apmt.machine)
-    timeout_s       time limit of one run in seconds (default 3600, at most 1e7)
-    env             variables set for every rank (values may use the placeholders)
-    setup           files the command needs, copied into each run's folder (paths relative
-                    to the study file; checked to exist before the runs, not on loading)
-    expect_output   a run that prints nothing on stdout and stderr failed (default true;
-                    set false for an application that is silent by design)
-    trace_mpi       record MPI calls with the PMPI library (default true)
-    per_rank_params parameters that are already per rank (for the model)
-    app_kernel      the kernel that covers the whole application (for the model)
-    volume_ratios   communication volume ratios of a larger problem (p2p, collective or an
-                    operation: ratio), kept in the provenance for ``apmt predict``
+A study is a YAML file whose fields, with their types, defaults and descriptions, are the
+schema workflow/schemas/study.schema.yaml (shipped as apmt/data/study.schema.yaml). load_study
+is its one loader, for ``apmt profile`` and the workflow alike: every field is checked before
+any run starts, so that a typo costs one line of error (file, field, value) instead of an hour
+of runs. The schema checks each field; this module checks what spans fields: the command
+template's placeholders and shape (it runs without a shell), the parameters' names, the
+labels, the number of runs, that no two runs share a folder, and that the study's P are P
+its application accepts (apmt.accepted).
 """
 
 from __future__ import annotations
@@ -53,33 +18,42 @@ import re
 import shlex
 import shutil
 import string
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from itertools import product
 from pathlib import Path
 
+import yaml
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import ValidationError, best_match
+
 from apmt.accepted import AcceptedP, parse_accepted
 from apmt.errors import ApmtError
-from apmt.inputs import MAX_P, MAX_VALUE, check_file, is_file, is_number, read_yaml, shown
+from apmt.inputs import MAX_VALUE, check_file, is_file, is_number, read_yaml, shown
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+SCHEMA = yaml.safe_load((resources.files("apmt") / "data" / "study.schema.yaml").read_text())
+
+
+def _finite(validator: Draft202012Validator, wanted: bool, instance: object,
+            schema: dict) -> Iterator[ValidationError]:
+    """The schema's ``finite`` keyword: a number that is not NaN nor infinite."""
+    if wanted and isinstance(instance, float) and not math.isfinite(instance):
+        yield ValidationError(f"{instance!r} is not a finite number")
+
+
+_VALIDATOR = validators.extend(Draft202012Validator, {"finite": _finite})(SCHEMA)
+FIELDS = tuple(SCHEMA["properties"])
+NAME_PATTERN = re.compile(SCHEMA["properties"]["name"]["pattern"])
 PARAM_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
-LAUNCHERS = ("auto", "mpirun", "mpiexec", "srun")
-BACKENDS = ("perf-events", "perf-clock", "cachegrind", "auto", "none")
+BACKENDS = tuple(SCHEMA["properties"]["backend"]["enum"])
 RUN_PLACEHOLDERS = ("p", "run_dir")
 # parameter names that would collide with the tables' own columns or the placeholders
 RESERVED_PARAMS = frozenset({"p", "rep", "rank", "peer", "kernel", "metric", "value", "unit",
                              "op", "calls", "bytes", "time", "library", "run_dir"})
-MAX_REPETITIONS = 1000      # runs per point; more is a typo (1e12 runs would exhaust memory)
 MAX_RUNS = 100_000          # runs of one study: P x parameter values x repetitions
-MAX_TIMEOUT_S = 1e7         # a time limit of four months is no limit
 SHELL_OPERATORS = (";", "&&", "||", "|", "&", ">", "`", "$(")  # "< file" is fine: stdin
 STDIN = "<"
-FIELDS = ("name", "command", "p", "accepts_p", "params", "labels", "points", "repetitions",
-          "launcher",
-          "launcher_args", "srun_mpi", "backend", "metrics", "machine", "timeout_s", "env",
-          "setup", "expect_output", "trace_mpi", "per_rank_params", "app_kernel",
-          "volume_ratios")
 
 
 @dataclass(frozen=True)
@@ -193,29 +167,39 @@ def load_study(path: str | Path) -> Study:
 
 
 def check_study(data: object, path: Path) -> Study:
-    """The fields of a parsed study file, checked and with their defaults."""
+    """The fields of a parsed study file, checked against the schema (SCHEMA) and with its
+    defaults, then the checks that span fields."""
     if not isinstance(data, dict):
         raise ApmtError(f"{path}: a study file is a mapping of fields ({', '.join(FIELDS)})")
-    for key in data:
-        if key not in FIELDS:
-            raise ApmtError(f"{path}: unknown field {key!r} (known: {', '.join(FIELDS)})")
-    fields = _Fields(data, path)
-    p = fields.int_list("p", required="points" not in data or _points_lack_p(data))
-    params, points = fields.params_and_points()
+    _check_schema(data, path)
+    given = {key: value for key, value in data.items() if value is not None}
+    fields = {**{key: spec["default"] for key, spec in SCHEMA["properties"].items()
+                 if "default" in spec}, **given}
+    if not fields.get("p") and _points_lack_p(fields):
+        raise ApmtError(f"{path}: field 'p' is missing (required)" if "p" not in data else
+                        f"{path}: field 'p': {shown(data['p'], 60)} is not a non-empty list "
+                        "of process counts")
+    if fields["params"] and "points" in fields:
+        raise ApmtError(f"{path}: fields 'params' and 'points' exclude each other "
+                        "(params: the product of values; points: the runs one by one)")
     study = Study(
-        name=fields.name(), source=path, command=fields.text("command", required=True),
-        p=tuple(p), params=params, points=points, labels=fields.labels(),
+        name=fields.get("name", path.stem), source=path, command=fields["command"].strip(),
+        p=tuple(int(p) for p in fields.get("p") or ()),
+        params={name: tuple(float(v) for v in values) for name, values in fields["params"].items()},
+        points=_points(fields["points"], path) if "points" in fields else None,
+        labels=_labels(fields["labels"], path),
         accepts_p=parse_accepted(data.get("accepts_p"), path),
-        repetitions=fields.positive_int("repetitions", 1, MAX_REPETITIONS),
-        launcher=fields.choice("launcher", LAUNCHERS, "auto"),
-        launcher_args=tuple(fields.words("launcher_args")),
-        srun_mpi=fields.text("srun_mpi"), backend=fields.choice("backend", BACKENDS, "auto"),
-        metrics=fields.optional_words("metrics"), machine=fields.machine(),
-        timeout_s=fields.positive_number("timeout_s", 3600.0, MAX_TIMEOUT_S), env=fields.env(),
-        setup=tuple(fields.setup()), expect_output=fields.flag("expect_output", True),
-        trace_mpi=fields.flag("trace_mpi", True),
-        per_rank_params=tuple(fields.words("per_rank_params")),
-        app_kernel=fields.text("app_kernel"), volume_ratios=fields.ratios())
+        repetitions=int(fields["repetitions"]), launcher=fields["launcher"],
+        launcher_args=tuple(fields["launcher_args"]), srun_mpi=_text(fields.get("srun_mpi")),
+        backend=fields["backend"],
+        metrics=tuple(fields["metrics"]) if "metrics" in fields else None,
+        machine=_machine(_text(fields.get("machine")), path),
+        timeout_s=float(fields["timeout_s"]),
+        env={key: str(value) for key, value in fields["env"].items()},
+        setup=_setup(fields["setup"], path), expect_output=fields["expect_output"],
+        trace_mpi=fields["trace_mpi"], per_rank_params=tuple(fields["per_rank_params"]),
+        app_kernel=_text(fields.get("app_kernel")),
+        volume_ratios={str(k): float(v) for k, v in fields["volume_ratios"].items()})
     _check_names(study, path)
     _check_run_count(study, path)
     _check_labels(study, path)
@@ -227,203 +211,105 @@ def check_study(data: object, path: Path) -> Study:
     return study
 
 
-def _points_lack_p(data: dict) -> bool:
-    points = data.get("points")
-    return not isinstance(points, list) or any(
-        not isinstance(point, dict) or "p" not in point for point in points)
+def _check_schema(data: dict, path: Path) -> None:
+    """The first way the file breaks the schema, as one line: the field (dotted, points by
+    index), the value and the field's ``expected`` text."""
+    error = best_match(_VALIDATOR.iter_errors(data))
+    if error is None:
+        return
+    if error.validator == "required":
+        missing = next(key for key in error.validator_value if key not in error.instance)
+        raise ApmtError(f"{path}: field {missing!r} is missing (required)")
+    if error.validator == "additionalProperties" and not error.path:
+        unknown = next(key for key in error.instance if key not in FIELDS)
+        raise ApmtError(f"{path}: unknown field {unknown!r} (known: {', '.join(FIELDS)})")
+    key, expected = _where(data, list(error.path))
+    own = error.schema.get("expected") if isinstance(error.schema, dict) else None
+    expected = own or expected
+    if isinstance(expected, dict):
+        expected = expected.get(error.validator, expected["*"])
+    raise ApmtError(f"{path}: field {key!r}: {shown(error.instance, 60)} {expected}")
 
 
-class _Fields:
-    """Typed access to the fields of one study file, each error naming the field."""
+def _where(data: object, steps: list) -> tuple[str, str | dict]:
+    """The dotted name of the field at ``steps`` of the study's data (an index only into
+    ``points``: the other lists are named by the list), and the ``expected`` text of the
+    deepest schema node on the way that has one."""
+    node, name, expected, value = SCHEMA, "", SCHEMA.get("expected"), data
+    for step in steps:
+        if isinstance(value, list):
+            node = _resolved(node.get("items", {}))
+            name += f"[{step}]" if name == "points" else ""
+        else:
+            node = _resolved(node.get("properties", {}).get(step)
+                             or node.get("additionalProperties") or {})
+            name += f".{step}" if name else str(step)
+        value = value[step]
+        expected = node.get("expected", expected)
+    return name, expected
 
-    def __init__(self, data: dict, path: Path) -> None:
-        self.data, self.path = data, path
 
-    def fail(self, key: str, value: object, expected: str) -> ApmtError:
-        return ApmtError(f"{self.path}: field {key!r}: {shown(value, 60)} {expected}")
+def _resolved(node: dict) -> dict:
+    """A schema node, its ``$ref`` to the schema's $defs followed."""
+    ref = node.get("$ref") if isinstance(node, dict) else None
+    return SCHEMA["$defs"][ref.rsplit("/", 1)[-1]] if ref else node
 
-    def name(self) -> str:
-        value = self.data.get("name", self.path.stem)
-        if not isinstance(value, str) or not NAME_PATTERN.match(value):
-            raise self.fail("name", value, "is not a valid name (letters, digits, '_', '.', "
-                            "'-', starting with a letter or digit)")
-        return value
 
-    def missing(self, key: str) -> ApmtError:
-        return ApmtError(f"{self.path}: field {key!r} is missing (required)")
+def _points_lack_p(fields: dict) -> bool:
+    points = fields.get("points")
+    return not isinstance(points, list) or any("p" not in point for point in points)
 
-    def text(self, key: str, required: bool = False) -> str | None:
-        value = self.data.get(key)
-        if value is None and not required:
-            return None
-        if key not in self.data:
-            raise self.missing(key)
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(key, value, "is not a non-empty string")
-        return value.strip()
 
-    def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
-        value = self.data.get(key, default)
-        if value not in choices:
-            raise self.fail(key, value, f"is not one of {', '.join(choices)}")
-        return value
+def _points(points: list[dict], path: Path) -> tuple[dict[str, float], ...]:
+    """The points (each a mapping checked by the schema), naming the same parameters."""
+    names, order, out = None, [], []
+    for index, point in enumerate(points):
+        these = sorted(k for k in point if k != "p")
+        if names is not None and these != names:
+            raise ApmtError(f"{path}: field 'points[{index}]': {shown(point, 60)} names "
+                            f"parameters {these}, the first point {names}")
+        if names is None:
+            names, order = these, [k for k in point if k != "p"]
+        values = {k: float(point[k]) for k in order}
+        out.append({**({"p": int(point["p"])} if "p" in point else {}), **values})
+    return tuple(out)
 
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.data.get(key, default)
-        if not isinstance(value, bool):
-            raise self.fail(key, value, "is not true or false")
-        return value
 
-    def positive_int(self, key: str, default: int, high: int) -> int:
-        value = self.data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-            raise self.fail(key, value, f"is not a whole number from 1 to {high}")
-        return value
+def _labels(labels: dict, path: Path) -> dict[str, tuple[str, dict[float, str]]]:
+    """label placeholder -> (its parameter, value -> text); the values must be numbers of
+    the parameter (the schema checked the rest)."""
+    out = {}
+    for label, spec in labels.items():
+        (param, texts), = spec.items()
+        key = f"labels.{label}.{param}"
+        for value in texts:
+            if not is_number(value):
+                raise ApmtError(f"{path}: field {key!r}: {shown(value, 60)} is not a "
+                                f"positive number of at most {MAX_VALUE:.3g}")
+        out[label] = (str(param), {float(value): str(text) for value, text in texts.items()})
+    return out
 
-    def positive_number(self, key: str, default: float, high: float) -> float:
-        value = self.data.get(key, default)
-        if not is_number(value, high=high):
-            raise self.fail(key, value, f"is not a number in (0, {high:g}]")
-        return float(value)
 
-    def int_list(self, key: str, required: bool) -> list[int]:
-        value = self.data.get(key)
-        if value is None and not required:
-            return []
-        if key not in self.data:
-            raise self.missing(key)
-        if not isinstance(value, list) or not value:
-            raise self.fail(key, value, "is not a non-empty list of process counts")
-        for item in value:
-            self.int_list_item(key, item)
-        if len(set(value)) != len(value):
-            raise self.fail(key, value, "lists a value twice")
-        return value
+def _text(value: str | None) -> str | None:
+    return value.strip() if value is not None else None
 
-    def words(self, key: str) -> list[str]:
-        return list(self.optional_words(key) or ())
 
-    def optional_words(self, key: str) -> tuple[str, ...] | None:
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self.fail(key, value, "is not a list of strings")
-        return tuple(value)
+def _machine(value: str | None, path: Path) -> str | None:
+    """A machine file beside the study file, else the name or path as given."""
+    if value is None:
+        return None
+    beside = path.parent / value
+    return str(beside) if is_file(beside) else value
 
-    def params_and_points(self) -> tuple[dict[str, tuple[float, ...]],
-                                         tuple[dict[str, float], ...] | None]:
-        if "params" in self.data and "points" in self.data:
-            raise ApmtError(f"{self.path}: fields 'params' and 'points' exclude each other "
-                            "(params: the product of values; points: the runs one by one)")
-        if "points" in self.data:
-            return {}, self.points()
-        params = self.data.get("params") or {}
-        if not isinstance(params, dict):
-            raise self.fail("params", params, "is not a mapping of parameter -> values")
-        out = {}
-        for name, values in params.items():
-            if not isinstance(values, list) or not values:
-                raise self.fail(f"params.{name}", values, "is not a non-empty list of numbers")
-            out[name] = tuple(self.param_value(f"params.{name}", v) for v in values)
-        return out, None
 
-    def points(self) -> tuple[dict[str, float], ...]:
-        points = self.data["points"]
-        if not isinstance(points, list) or not points:
-            raise self.fail("points", points, "is not a non-empty list of mappings")
-        names, order = None, []
-        out = []
-        for index, point in enumerate(points):
-            key = f"points[{index}]"
-            if not isinstance(point, dict) or not point:
-                raise self.fail(key, point, "is not a mapping of parameter -> value")
-            these = sorted(k for k in point if k != "p")
-            if names is not None and these != names:
-                raise self.fail(key, point, f"names parameters {these}, the first point "
-                                f"{names}")
-            if names is None:
-                names, order = these, [k for k in point if k != "p"]
-            if "p" in point:
-                self.int_list_item(f"{key}.p", point["p"])
-            values = {k: self.param_value(f"{key}.{k}", point[k]) for k in order}
-            out.append({**({"p": point["p"]} if "p" in point else {}), **values})
-        return tuple(out)
-
-    def labels(self) -> dict[str, tuple[str, dict[float, str]]]:
-        """label placeholder -> (its parameter, value -> text)."""
-        labels = self.data.get("labels") or {}
-        if not isinstance(labels, dict):
-            raise self.fail("labels", labels, "is not a mapping of placeholder -> "
-                                              "{parameter: {value: text}}")
-        out = {}
-        for label, spec in labels.items():
-            if not isinstance(label, str) or not PARAM_PATTERN.match(label):
-                raise self.fail("labels", label, "is not a placeholder name (a letter, then "
-                                                 "letters, digits or _)")
-            if not isinstance(spec, dict) or len(spec) != 1:
-                raise self.fail(f"labels.{label}", spec, "is not one parameter -> "
-                                                         "{value: text} mapping")
-            (param, texts), = spec.items()
-            key = f"labels.{label}.{param}"
-            if not isinstance(texts, dict) or not texts:
-                raise self.fail(key, texts, "is not a mapping of parameter value -> text")
-            out[label] = (str(param), {self.param_value(f"{key}", value):
-                                       self.label_text(f"{key}.{value}", text)
-                                       for value, text in texts.items()})
-        return out
-
-    def label_text(self, key: str, text: object) -> str:
-        if isinstance(text, bool) or not isinstance(text, str | int) \
-                or not LABEL_PATTERN.match(str(text)):
-            raise self.fail(key, text, "is not a label (letters, digits, '.', '_', '+' or "
-                                       "'-', at most 64)")
-        return str(text)
-
-    def int_list_item(self, key: str, value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_P:
-            raise self.fail(key, value, f"is not a process count from 1 to {MAX_P}")
-
-    def param_value(self, key: str, value: object) -> float:
-        if not is_number(value):
-            raise self.fail(key, value, f"is not a positive number of at most {MAX_VALUE:.3g}")
-        return float(value)
-
-    def machine(self) -> str | None:
-        value = self.text("machine")
-        if value is None:
-            return None
-        beside = self.path.parent / value
-        return str(beside) if is_file(beside) else value
-
-    def env(self) -> dict[str, str]:
-        env = self.data.get("env") or {}
-        if not isinstance(env, dict):
-            raise self.fail("env", env, "is not a mapping of variable -> value")
-        out = {}
-        for key, value in env.items():
-            if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
-                raise self.fail("env", key, "is not a variable name")
-            if isinstance(value, bool) or not isinstance(value, str | int | float):
-                raise self.fail(f"env.{key}", value, "is not a string or number")
-            out[key] = str(value)
-        return out
-
-    def setup(self) -> list[Path]:
-        """Paths only: whether they exist is checked before running (check_setup), so a
-        study for another machine still loads here."""
-        files = [(self.path.parent / os.path.expanduser(item)).resolve()
-                 for item in self.words("setup")]
-        names = [f.name for f in files]
-        if len(set(names)) != len(names):
-            raise self.fail("setup", [str(f) for f in files], "holds two files of one name")
-        return files
-
-    def ratios(self) -> dict[str, float]:
-        ratios = self.data.get("volume_ratios") or {}
-        if not isinstance(ratios, dict):
-            raise self.fail("volume_ratios", ratios, "is not a mapping of pattern -> ratio")
-        return {str(k): self.param_value(f"volume_ratios.{k}", v) for k, v in ratios.items()}
+def _setup(names: list[str], path: Path) -> tuple[Path, ...]:
+    """Paths only: whether they exist is checked before running (check_setup), so a study
+    for another machine still loads here."""
+    files = [(path.parent / os.path.expanduser(item)).resolve() for item in names]
+    if len({f.name for f in files}) != len(files):
+        raise ApmtError(f"{path}: field 'setup': {shown([str(f) for f in files], 60)} holds "
+                        "two files of one name")
+    return tuple(files)
 
 
 def _check_names(study: Study, path: Path) -> None:

@@ -13,6 +13,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
@@ -146,6 +147,32 @@ def test_every_config_key_has_a_type_a_description_and_a_default() -> None:
     check(schema, "config")
     for name, definition in schema["$defs"].items():
         check(definition, name)
+
+
+def test_every_study_field_has_a_type_a_description_and_a_valid_default() -> None:
+    """The study file's schema is the one apmt loads (apmt/data links to it)."""
+    path = REPOSITORY / "workflow/schemas/study.schema.yaml"
+    schema = yaml.safe_load(path.read_text())
+    assert (REPOSITORY / "apmt/data/study.schema.yaml").resolve() == path.resolve()
+    for key, sub in schema["properties"].items():
+        sub = schema["$defs"][sub["$ref"].rsplit("/", 1)[-1]] | sub if "$ref" in sub else sub
+        assert "type" in sub and "description" in sub, key
+        if "default" in sub:
+            jsonschema.validate(sub["default"], {**sub, "$defs": schema["$defs"]})
+
+
+def test_a_bad_study_file_stops_the_workflow_in_one_line(tmp_path: Path) -> None:
+    """common.smk loads study files with apmt's loader: apmt's line, not a traceback."""
+    study = tmp_path / "bad.yaml"
+    study.write_text("command: app\np: [1, 2]\nrepetitions: 0\n")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(yaml.safe_dump({"studies": {"bad": {"profile": str(study),
+                                                          "holdout": "p=max"}}}))
+    done = dry_run("--configfile", str(extra))
+    assert done.returncode != 0
+    assert f"{study}: field 'repetitions': 0 is not a whole number from 1 to 1000" in \
+        done.stdout + done.stderr, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_the_conda_environment_lists_the_package_dependencies() -> None:

@@ -10,13 +10,12 @@ import sys
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from apmt import layout
 from apmt.errors import ApmtError
+from apmt.study import Study, load_study
 from apmt.layout import (
     COMM,
     DECISION,
@@ -55,15 +54,26 @@ def study_pattern(names: list[str]) -> str:
     return "|".join(re.escape(name) for name in names) or "(?!)"
 
 
+@cache
+def profiled_study(name: str) -> Study:
+    """A profiled study's file, loaded and checked by apmt's one loader (its schema is
+    workflow/schemas/study.schema.yaml): a bad file is one line, before any job."""
+    path = Path(config["studies"][name]["profile"])
+    if not path.is_file():
+        raise ValueError(f"config: studies.{name}.profile: no such file {str(path)!r}")
+    try:
+        return load_study(path)
+    except ApmtError as error:
+        raise WorkflowError(f"config: studies.{name}.profile: {error}") from None
+
+
 def check_profiled_names() -> None:
     """`apmt profile` writes into results/<the study file's name>/: it must be the key."""
     for name in PROFILED:
-        path = Path(config["studies"][name]["profile"])
-        if not path.is_file():
-            raise ValueError(f"config: studies.{name}.profile: no such file {str(path)!r}")
-        declared = (yaml.safe_load(path.read_text()) or {}).get("name", path.stem)
+        declared = profiled_study(name).name
         if declared != name:
-            raise ValueError(f"config: studies.{name}.profile: {str(path)!r} is study "
+            path = config["studies"][name]["profile"]
+            raise ValueError(f"config: studies.{name}.profile: {path!r} is study "
                              f"{declared!r}; its key here must be the same")
 
 
@@ -226,19 +236,9 @@ def profile_study_file(wildcards) -> str:
     return study_settings(wildcards)["profile"]
 
 
-@cache
 def base_p(study: str) -> list[int]:
     """The P the study file lists (its `p`, and the P its points fix)."""
-    data = yaml.safe_load(Path(config["studies"][study]["profile"]).read_text()) or {}
-    fixed = [point["p"] for point in data.get("points") or [] if isinstance(point, dict)
-             and "p" in point]
-    return sorted({int(p) for p in [*(data.get("p") or []), *fixed]})
-
-
-@cache
-def study_launcher(study: str) -> str:
-    data = yaml.safe_load(Path(config["studies"][study]["profile"]).read_text()) or {}
-    return str(data.get("launcher", "auto"))
+    return sorted({run.p for run in profiled_study(study).runs()})
 
 
 def job_launcher(study: str) -> str:
@@ -246,7 +246,7 @@ def job_launcher(study: str) -> str:
     mpirun here (apmt.collect.launch.resolve_launcher decides the same in the job)."""
     from apmt.collect.launch import resolve_launcher
 
-    launcher = study_launcher(study)
+    launcher = profiled_study(study).launcher
     if launcher == "auto":
         return "srun" if submits_to_slurm() else resolve_launcher(launcher, {})
     return launcher
@@ -336,9 +336,7 @@ def stored_option(wildcards) -> str:
 
 def profile_setup_files(wildcards) -> list[str]:
     """The files the study copies into every run (its `setup`, relative to the study file)."""
-    study = Path(profile_study_file(wildcards))
-    setup = (yaml.safe_load(study.read_text()) or {}).get("setup") or []
-    return [str(study.parent / name) for name in setup]
+    return [os.path.relpath(path) for path in profiled_study(wildcards.study).setup]
 
 
 def artifact_studies() -> list[str]:
@@ -534,9 +532,7 @@ def machine_option(wildcards) -> str:
     memory terms where cycles were counted, and the contention check); imports have none."""
     if wildcards.study not in PROFILED:
         return ""
-    from apmt.study import load_study
-
-    machine = load_study(profile_study_file(wildcards)).machine
+    machine = profiled_study(wildcards.study).machine
     return shlex.join(["--machine", machine]) if machine else ""
 
 
