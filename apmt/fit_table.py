@@ -36,7 +36,7 @@ from scipy import stats
 
 from apmt import varpro
 from apmt.fit import INTERVAL_LEVEL, Hypothesis, SeriesFit, fit_many, power_law
-from apmt.series import UnfittableSeries, check_series, fit_plan
+from apmt.series import MIN_DISTINCT_P, UnfittableSeries, check_series, fit_plan
 
 CHUNK = 64          # series fitted at once: large enough that numpy's per-call cost fades
 PARALLEL_FROM = 256  # below this many fits, one process is faster
@@ -96,13 +96,15 @@ def series_data(points: pd.DataFrame, params: list[str], source: str,
     for key, rows in points.groupby(list(keys), sort=True):
         key = tuple(np.atleast_1d(key))
         primary, variables = fit_plan(rows, params, per_rank_params)
-        try:
-            check_series(key, rows, source, primary, value)
-        except UnfittableSeries as error:
-            left_out[key] = error.reason
-            continue
-        data[key] = SeriesData({c: rows[c].to_numpy(float) for c in ["p", *params]},
-                               rows[value].to_numpy(float), variables, primary)
+        series = SeriesData({c: rows[c].to_numpy(float) for c in ["p", *params]},
+                            rows[value].to_numpy(float), variables, primary)
+        if len(series.levels) < MIN_DISTINCT_P or not np.all(series.y > 0):
+            try:      # the reason in words (apmt.series), for what the quick test doubts
+                check_series(key, rows, source, primary, value)
+            except UnfittableSeries as error:
+                left_out[key] = error.reason
+                continue
+        data[key] = series
     return data, left_out
 
 
@@ -173,10 +175,11 @@ def regime_start(data: dict[tuple, SeriesData]) -> dict:
     value and from the start, and the test's p-value."""
     levels = np.unique(np.concatenate([s.levels for s in data.values()])) if data else []
     scores = {}
+    first = _bend_backtests(list(data.values()))
     for start in levels[1:]:
-        judged = [s for s in data.values() if np.sum(s.levels >= start) >= 4]
-        pairs = np.array([(_bend_backtest(s), _bend_backtest(s.from_level(start)))
-                          for s in judged]).reshape(-1, 2)
+        judged = [i for i, s in enumerate(data.values()) if np.sum(s.levels >= start) >= 4]
+        later = _bend_backtests([list(data.values())[i].from_level(start) for i in judged])
+        pairs = np.column_stack([first[judged], later]) if judged else np.empty((0, 2))
         pairs = pairs[np.isfinite(pairs).all(axis=1)]
         if len(pairs) < MIN_REGIME_SERIES:
             break
@@ -202,28 +205,49 @@ def regime_start(data: dict[tuple, SeriesData]) -> dict:
     return {**result, "start": best, "note": note}
 
 
-def _bend_backtest(series: SeriesData) -> float:
-    """The regime detector's backtest error of a series (as _backtest_error): d + a*x^c in
-    the primary variable x, c from apmt.varpro's grid; the power law where the series has
-    other varying parameters, or no exponent fits."""
-    x = series.values[series.primary]
-    others = [v for name, v in series.values.items() if name != series.primary]
-    train = np.flatnonzero(x < series.levels[-1])
+def _bend_backtests(series: list[SeriesData]) -> np.ndarray:
+    """The regime detector's backtest error of each series (as _backtest_error): d + a*x^c in
+    the primary variable x, c from apmt.varpro's grid, estimated at once for the series
+    measured at the same points; the power law where a series has other varying parameters,
+    too few values, or no exponent fits."""
+    errors = np.full(len(series), np.nan)
+    groups: dict[tuple, list[int]] = {}
+    for index, one in enumerate(series):
+        signature = (one.primary, *((name, v.tobytes()) for name, v in one.values.items()))
+        groups.setdefault(signature, []).append(index)
+    for members in groups.values():
+        errors[members] = _bend_group([series[i] for i in members])
+    return errors
+
+
+def _bend_group(group: list[SeriesData]) -> np.ndarray:
+    """_bend_backtests of series measured at the same points."""
+    first = group[0]
+    x = first.values[first.primary]
+    others = [v for name, v in first.values.items() if name != first.primary]
+    train = np.flatnonzero(x < first.levels[-1])
     if any(np.ptp(v) > 0 for v in others) or len(train) < 3:
-        return _backtest_error(series, None)
+        return np.array([_backtest_error(one, None) for one in group])
+    y = np.array([one.y for one in group])
+
     def columns(exponents: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return (x[rows][None, :] ** exponents[:, :1])[..., None]
 
-    [exponent] = varpro.grid_estimates((varpro.EXPONENTS,), columns, series.y[None], train)[0]
-    if not np.isfinite(exponent):
-        return _backtest_error(series, None)
-    design = np.column_stack([np.ones_like(x), x**exponent])
-    coefficients = np.linalg.lstsq(design[train] / series.y[train, None],
-                                   np.ones(len(train)), rcond=None)[0]
-    last = x == series.levels[-1]
+    exponents = varpro.grid_estimates((varpro.EXPONENTS,), columns, y, train)[:, 0]
+    design = np.stack([np.ones((len(group), len(x))), x[None, :] ** exponents[:, None]], axis=2)
+    last = x == first.levels[-1]
     with np.errstate(all="ignore"):
-        error = np.abs(np.log(design[last] @ coefficients / series.y[last]))
-    return float(np.mean(error)) if np.all(np.isfinite(error)) else float("nan")
+        weighted = design[:, train] / y[:, train, None]
+        q, r = np.linalg.qr(np.nan_to_num(weighted))          # R is 2x2, upper: back-solve
+        b = np.einsum("snk,sn->sk", q, np.ones(weighted.shape[:2]))
+        slope = b[:, 1] / r[:, 1, 1]
+        intercept = (b[:, 0] - r[:, 0, 1] * slope) / r[:, 0, 0]
+        predicted = intercept[:, None] + slope[:, None] * design[:, last, 1]
+        error = np.mean(np.abs(np.log(predicted / y[:, last])), axis=1)
+    error[~np.isfinite(exponents)] = np.nan
+    missing = ~np.isfinite(error)
+    error[missing] = [_backtest_error(group[i], None) for i in np.flatnonzero(missing)]
+    return error
 
 
 def _backtest_error(series: SeriesData, fit: SeriesFit | str | None) -> float:

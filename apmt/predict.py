@@ -74,10 +74,10 @@ def application_trust(model: Model, values: dict[str, np.ndarray],
                       volume_ratios: dict[str, float] | None = None,
                       terms: list[Term] | None = None) -> tuple[list[str], list[str]]:
     """How far the application time at the points can be trusted (apmt.trust), on the measured
-    range of the whole model; also unsupported where a part that carries a tenth of it or
-    more is, naming the largest such part (the cause, also when the sum's own interval is too
-    wide; not when the point lies too far beyond every measured range, which is reason
-    enough). ``terms`` as for assemble."""
+    range of the whole model and by its own interval (which holds its parts' uncertainty);
+    also unsupported where a part that carries a tenth of it or more lies beyond the range
+    its own fit checked (MAX_FACTOR of its own measured range: an MPI call measured at fewer
+    P than the rest), naming the largest such part. ``terms`` as for assemble."""
     terms = terms if terms is not None else list(contributions(model, values, volume_ratios))
     time = assemble(model, values, volume_ratios, terms)[TIME_METRIC]
     domain = merged_domain(model.domains())
@@ -88,10 +88,11 @@ def application_trust(model: Model, values: dict[str, np.ndarray],
     largest = np.zeros(len(total))     # the largest unsupported part named so far
     far = trust.distance(domain, values)[0] > MAX_FACTOR
     for source, _, operation, bounds in terms:
-        part_levels, part_reasons = judge(_domain_of(model, source, operation), values, *bounds)
-        for i, level in enumerate(part_levels):
-            major = bounds[0][i] >= max(MAJOR_SHARE * total[i], largest[i])
-            if level == UNSUPPORTED and major and not far[i]:
+        part_domain = _domain_of(model, source, operation)
+        beyond = trust.distance(part_domain, values)[0] > MAX_FACTOR
+        part_reasons = judge(part_domain, values, *bounds)[1]
+        for i in np.flatnonzero(beyond & ~far):
+            if bounds[0][i] >= max(MAJOR_SHARE * total[i], largest[i]):
                 levels[i], largest[i] = UNSUPPORTED, bounds[0][i]
                 reasons[i] = (f"{bounds[0][i] / total[i]:.0%} of it is {source}, whose "
                               f"prediction is unsupported: {part_reasons[i]}")

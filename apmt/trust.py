@@ -12,10 +12,12 @@ Why these limits: the fit engine rejects shapes that turn negative or explode, b
 them only up to 100 times the measured range (apmt.fit.EXTRAPOLATION_FACTORS); beyond it,
 nothing about the shape was tested, and the users' question (10x to 100x the scale) is
 answered within it. An interval wider than a factor of 10 says less than the order of
-magnitude: the number is shown, but it is not a prediction to plan with. The application's
-rows are also unsupported when a part that carries at least ``MAJOR_SHARE`` of the predicted
-time is, since the sum inherits it (LAMMPS fitted at P = 1..4 once predicted 7.6e7 s at
-P = 1024 from one MPI call's fit in p^2 log^2 p).
+magnitude: the number is shown, but it is not a prediction to plan with. The intervals
+beyond the data are calibrated on each table's backtests (apmt.fit_table), so the width limit
+judges how well the table's own series predicted their last measured P. The application's
+interval holds its parts' uncertainty; its rows are also unsupported when a part that
+carries at least ``MAJOR_SHARE`` of the predicted time lies beyond 100x of its own measured
+range (an MPI call measured at fewer P than the rest), since the sum inherits it.
 """
 
 from __future__ import annotations

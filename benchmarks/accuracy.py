@@ -65,7 +65,8 @@ SETS = {
                            unused={"p": (12, 24)}),
     # sets apmt was not developed on (data/README.md): more RELeARN, LAMMPS and NPB
     **{f"relearn_theta{t}": DataSet("extrap-text", (f"relearn/theta/relearn_theta{t}.txt",),
-                                    ("n",), frozenset({"n"})) for t in ("0.2", "0.3", "0.4", "0.5")},
+                                    ("n",), frozenset({"n"}))
+       for t in ("0.2", "0.3", "0.4", "0.5")},
     **{name: DataSet("measurements", (f"lammps/{folder}/measurements.csv",),
                      holdout="p=16,32", unused={"p": (12, 24)})
        for name, folder in LAMMPS_MORE.items()},

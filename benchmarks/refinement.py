@@ -64,6 +64,7 @@ from apmt.cli import main as cli_main
 from apmt.errors import ApmtError
 from apmt.evaluate import KEYS, series_points
 from apmt.fit import SeriesFit
+from apmt.fit_table import fit_all
 from apmt.ingest import import_profiles
 from apmt.kernels import classify
 from apmt.model import MODELLED
@@ -74,12 +75,18 @@ from apmt.tables import APP_KERNEL, read_table, write_text_atomic
 REPOSITORY = Path(__file__).resolve().parents[1]
 START = 3
 PSEUDO_SHIFTS = (-1.0, 1.0)   # a pseudo-run lands this many residual sigmas off the fit
+LAMMPS = {"lj": "p1-32", "lj08": "lj-size0.8-p1-32", "eam": "eam-cu-p1-32"}
 SETS = {
     # name: (format, files under the data folder, parameters, per-rank parameters, axis)
     "mpi_collectives": ("collectives", ["mpi_collectives/mpi_data.csv"], [], set(), "p"),
     "relearn": ("extrap-text", ["relearn/relearn_data.txt"], ["n"], {"n"}, "p"),
     "lulesh_caliper_opal": ("caliper", ["lulesh_caliper_opal/*.cali"], [], set(), "p"),
     "mm_cubeset": ("cube", ["scorep_counters/mm_cubeset/*/profile.cubex"], ["x"], set(), "x"),
+    # LAMMPS profiled here at 10 P (data/README.md): real pools without profiling anew
+    **{f"lammps_{name}": ("measurements", [f"lammps/{folder}/measurements.csv"], ["size"],
+                          set(), "p") for name, folder in LAMMPS.items()},
+    **{f"lammps_{name}_comm": ("communication", [f"lammps/{folder}/comm.csv"], ["size"], set(),
+                               "p") for name, folder in LAMMPS.items()},
 }
 
 def _nearest(pool: list[float], wanted: float) -> float:
@@ -171,7 +178,7 @@ def refine_series(key: tuple, rows: pd.DataFrame, params: list[str], per_rank: f
     target_rows = rows[rows[axis] == target]
     added = 0
     while True:
-        fit = fit_points(key, rows[rows[axis].isin(measured)], params, "benchmark", per_rank)
+        fit = calibrated_fit(key, rows[rows[axis].isin(measured)], params, per_rank)
         predicted = fit.predict(point_values(target_rows, params))[0]
         error = float(np.max(np.abs(predicted / target_rows["value"].to_numpy(float) - 1)))
         if error <= tolerance or not pool:
@@ -191,7 +198,20 @@ def refine_series(key: tuple, rows: pd.DataFrame, params: list[str], per_rank: f
 
 def published_set(name: str, data: Path) -> tuple[pd.DataFrame, str]:
     fmt, patterns, *_ = SETS[name]
-    return import_profiles(fmt, sorted(f for pattern in patterns for f in data.glob(pattern)))
+    files = sorted(f for pattern in patterns for f in data.glob(pattern))
+    if fmt in ("measurements", "communication"):
+        return read_table(files[0], fmt), fmt
+    return import_profiles(fmt, files)
+
+
+def calibrated_fit(key: tuple, rows: pd.DataFrame, params: list[str],
+                   per_rank: frozenset[str]) -> SeriesFit:
+    """The series fitted as a table of its own (apmt.fit_table), so that its intervals are
+    calibrated on its own backtest as the workflow's are on their table's."""
+    fitted = fit_all(rows, params, "benchmark", per_rank)
+    if key not in fitted.fits:
+        raise ApmtError(f"benchmark: series {key} {fitted.left_out.get(key, 'not fitted')}")
+    return fitted.fits[key]
 
 
 def run_set(name: str, table: pd.DataFrame, kind: str, params: list[str],

@@ -328,3 +328,17 @@ def test_planted_scaling_on_real_profiles(planted: dict) -> None:
     check_components(model, values)
     ranking = section(result, "Kernel ranking").table
     assert PLANTED in set(ranking["kernel"])
+
+
+def test_a_regime_the_fits_start_after_is_said(measured_data: Path, tmp_path: Path) -> None:
+    """LAMMPS profiled on 2 cores (P <= 8): the model fits its functions from a later P (the
+    single rank that does not communicate, the ranks that share the cores from P = 3), and
+    the strong-scaling section's note says why."""
+    table = read_table(measured_data / "lammps/p1-32/measurements.csv", "measurements")
+    measurements = table[table["p"] <= 8]
+    model = build_model(measurements, ["size"], source="lammps")
+    start = model.calibration["regime"]["start"]
+    assert start in (2.0, 3.0)
+    result = sections(study_folder(tmp_path / "lammps", model, measurements))
+    assert f"the runs at p < {start:g} follow another regime" in \
+        section(result, "Strong scaling").note

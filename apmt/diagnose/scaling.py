@@ -353,6 +353,9 @@ def _scaling_note(model: Model, parts: pd.DataFrame, measured_max: float) -> str
     if nested:
         notes.append(f"nested regions, inside the parts and not counted again: "
                      f"{', '.join(nested)}")
+    regime = model.calibration.get("regime", {})
+    if "start" in regime:
+        notes.append(regime["note"])
     return "; ".join(notes)
 
 
