@@ -7,6 +7,8 @@
 - powerlaw: T = a * P^b * prod(param^c): least squares of log T on log P and the log
   parameters, the naive floor that any automatic modeler must beat;
 - extrap: Extra-P's default modeler, run by apmt.extrap_peer in its own environment.
+
+apmt.modelers registers them by name, with apmt's own fitter, behind one interface.
 """
 
 from __future__ import annotations
@@ -64,5 +66,3 @@ def powerlaw(train: dict[str, np.ndarray], y: np.ndarray, test: dict[str, np.nda
     coefficients = np.linalg.lstsq(design(train), np.log(y), rcond=None)[0]
     return np.exp(design(test) @ coefficients)
 
-
-BASELINES = {"analytic": analytic, "amdahl": amdahl, "powerlaw": powerlaw}

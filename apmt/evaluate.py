@@ -10,25 +10,19 @@ The output is the ``evaluation`` table documented in apmt.tables.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
-from apmt.baselines import BASELINES
 from apmt.comm import comm_keys, comm_points
 from apmt.display import seconds
 from apmt.errors import ApmtError
-from apmt.fit_table import described, fit_all
 from apmt.model import Model, build_model, measured_parts
+from apmt.modelers import KEYS, MODELERS, baseline
 from apmt.predict import predicted_parts
 from apmt.series import MIN_DISTINCT_P, point_values, points
-
-log = logging.getLogger("apmt")
-METHODS = ("apmt", "analytic", "amdahl", "powerlaw", "extrap")
-KEYS = ["kernel", "metric"]
 
 
 def parse_holdout(spec: str, table: pd.DataFrame) -> dict[str, list[float]]:
@@ -77,63 +71,22 @@ def series_points(table: pd.DataFrame, kind: str, params: list[str]) -> pd.DataF
 def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
              baselines: list[str], source: str,
              per_rank_params: frozenset[str] = frozenset()) -> pd.DataFrame:
-    """Errors of apmt and each baseline at the held-out points of every series."""
-    unknown = [b for b in baselines if b not in METHODS[1:]]
-    if unknown:
-        raise ApmtError(f"unknown baseline {unknown[0]!r} (known: {', '.join(METHODS[1:])})")
+    """Errors of apmt and each baseline (apmt.modelers, by name) at the held-out points of
+    every series. The baselines that fit here are compared on the series apmt models, each
+    series' rows together; an external one (Extra-P) on every series it models, after them."""
+    chosen = [baseline(name) for name in baselines]
     all_points = series_points(table, kind, params)
     train, test = split(all_points, parse_holdout(holdout, all_points))
-    frames = [_fit_and_predict(train, test, params, source, per_rank_params, baselines)]
-    if "extrap" in baselines:
-        frames.append(_extrap(train, test, params))
-    result = pd.concat(frames, ignore_index=True)
+    arguments = (params, per_rank_params, source)
+    ours = MODELERS["apmt"].predict(train, test, *arguments)
+    modelled = test.merge(ours[KEYS].drop_duplicates(), on=KEYS)
+    beside = pd.concat([ours, *(one.predict(train, modelled, *arguments)
+                                for one in chosen if not one.external)], ignore_index=True)
+    result = pd.concat([beside.sort_values(KEYS, kind="stable"),
+                        *(one.predict(train, test, *arguments) for one in chosen
+                          if one.external)], ignore_index=True)
     result["ape"] = 100.0 * np.abs(result["predicted"] - result["measured"]) / result["measured"]
     return result
-
-
-def _fit_and_predict(train: pd.DataFrame, test: pd.DataFrame, params: list[str], source: str,
-                     per_rank_params: frozenset[str], baselines: list[str]) -> pd.DataFrame:
-    train = train.merge(test[KEYS].drop_duplicates(), on=KEYS)
-    fitted = fit_all(train, params, source, per_rank_params)
-    fits, left_out = fitted.fits, fitted.left_out
-    if left_out:
-        log.warning("%s: not evaluated, %d of %d series that cannot be fitted without the "
-                    "held-out runs: %s", source, len(left_out), len(left_out) + len(fits),
-                    described(left_out))
-    train_groups = dict(list(train.groupby(KEYS, sort=False)))
-    rows = []
-    for key, targets in test.groupby(KEYS, sort=True):
-        if key not in fits:
-            continue
-        values = point_values(targets, params)
-        rows.append(_frame(targets, params, "apmt", *fits[key].predict(values)))
-        train_rows = train_groups[key]
-        train_values = point_values(train_rows, params)
-        for name in (b for b in baselines if b in BASELINES):
-            predicted = BASELINES[name](train_values, train_rows["value"].to_numpy(float),
-                                        values, params, per_rank_params)
-            rows.append(_frame(targets, params, name, predicted))
-    if not rows:    # nothing can be fitted without the held-out runs (said above)
-        return _frame(test.iloc[:0], params, "apmt", np.array([]))
-    return pd.concat(rows, ignore_index=True)
-
-
-def _frame(targets: pd.DataFrame, params: list[str], method: str, predicted: np.ndarray,
-           lower: np.ndarray | None = None, upper: np.ndarray | None = None) -> pd.DataFrame:
-    frame = targets[[*KEYS, "p", *params]].reset_index(drop=True).copy()
-    nan = np.full(len(frame), np.nan)
-    return frame.assign(method=method, measured=targets["value"].to_numpy(float),
-                        predicted=predicted, lower=nan if lower is None else lower,
-                        upper=nan if upper is None else upper)
-
-
-def _extrap(train: pd.DataFrame, test: pd.DataFrame, params: list[str]) -> pd.DataFrame:
-    from apmt.extrap_peer import extrap_predict
-    targets = test[["p", *params]].drop_duplicates()
-    predicted = extrap_predict(train[[*KEYS, "p", *params, "value"]], targets, params)
-    merged = test.merge(predicted[[*KEYS, "p", *params, "predicted"]], on=[*KEYS, "p", *params],
-                        how="inner")
-    return _frame(merged, params, "extrap", merged["predicted"].to_numpy(float))
 
 
 def summary(evaluation: pd.DataFrame) -> pd.DataFrame:

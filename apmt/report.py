@@ -30,6 +30,7 @@ from apmt import layout
 from apmt.display import number, wrap_words
 from apmt.errors import ApmtError
 from apmt.model import PART_LABELS, PARTS, Model, load_model
+from apmt.modelers import MODELERS
 from apmt.predict import application_trust, assemble, contributions
 from apmt.series import EXTRAPOLATION, measured_points, scale_points
 from apmt.tables import APP_KERNEL, TIME_METRIC, read_table, write_atomic
@@ -37,7 +38,6 @@ from apmt.trust import UNSUPPORTED
 
 MAX_PANELS = 6
 MAX_CURVES = 3
-METHODS = ("apmt", "analytic", "amdahl", "powerlaw", "extrap")
 TITLE_SHARE = 0.95         # of the figure's width a title line may take
 
 
@@ -301,7 +301,7 @@ def plot_errors(evaluation: pd.DataFrame, out: str | Path, study: str = "") -> F
     """Median APE of apmt and each baseline on the held-out runs over the kernels' series (the
     assembled <app> rows are left out): does apmt beat the simpler models."""
     rows = evaluation[(evaluation["kernel"] != APP_KERNEL) & evaluation["ape"].notna()]
-    present = [m for m in METHODS if m in set(rows["method"])]
+    present = [m for m in MODELERS if m in set(rows["method"])]
     present += sorted(set(rows["method"]) - set(present))
     grouped = rows.groupby("method")["ape"]
     median = np.array([grouped.median()[m] for m in present], float)

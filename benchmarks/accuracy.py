@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from apmt.baselines import BASELINES
 from apmt.evaluate import evaluate, summary, validate
 from apmt.ingest import import_profiles
-from apmt.series import point_values, points
+from apmt.modelers import MODELERS
+from apmt.series import points
 from apmt.tables import APP_KERNEL, read_table
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -135,10 +135,9 @@ def _application_baselines(measurements: pd.DataFrame, assembled: pd.DataFrame,
     for (origin, held), _ in assembled.groupby(["origin", "p"]):
         train = app[app["p"] < origin]
         target = app[app["p"] == held]
-        for name in (b for b in baselines if b in BASELINES):
-            predicted = BASELINES[name](point_values(train, ["size"]),
-                                        train["value"].to_numpy(float),
-                                        point_values(target, ["size"]), ["size"], frozenset())
+        for name in (b for b in baselines if b in MODELERS and not MODELERS[b].external):
+            predicted = MODELERS[name].predict(train, target, ["size"], frozenset(),
+                                               "lammps")["predicted"].to_numpy(float)
             rows.append(target[["kernel", "metric", "p", "size"]].assign(
                 method=name, measured=target["value"].to_numpy(float), predicted=predicted,
                 origin=origin))
