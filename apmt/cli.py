@@ -26,15 +26,15 @@ import pandas as pd
 from apmt import __version__, layout
 from apmt.display import number, seconds
 from apmt.errors import ApmtError
-from apmt.ingest import FORMATS, import_profiles
+from apmt.ingest import FORMATS, import_profiles, input_files
 from apmt.tables import (
     APP_KERNEL,
-    COMM_REQUIRED,
     TIME_METRIC,
     describe_table,
     parameter_columns,
     read_json,
     read_table,
+    table_kind,
     write_table,
     write_text_atomic,
 )
@@ -480,7 +480,7 @@ def run_import(args: argparse.Namespace) -> None:
 
     _check_writable_format(args.output)
     table, kind = import_profiles(args.format, args.paths)
-    record = provenance(_input_files(args.format, args.paths),
+    record = provenance(input_files(args.format, args.paths),
                         {"command": "import", "format": args.format, "kind": kind,
                          "paths": [str(path) for path in args.paths], "rows": len(table)})
     text = json.dumps(record, indent=1) + "\n"
@@ -505,20 +505,6 @@ def say(text: str, output: Path) -> None:
     """A command's summary: on stdout, or on stderr when stdout carries its table."""
     if text:
         print(text, file=sys.stderr if output == STDOUT else sys.stdout)
-
-
-def _input_files(fmt: str, paths: list[Path]) -> list[Path]:
-    """The files behind the inputs, to hash: a directory stands for its profile files."""
-    files: list[Path] = []
-    for path in paths:
-        if not path.is_dir():
-            files.append(path)
-        elif fmt == "cube":
-            from apmt.ingest.cube import find_profiles
-            files += find_profiles(path)
-        else:
-            files += sorted(p for p in path.rglob("*") if p.is_file())
-    return files
 
 
 def _check_writable_format(path: Path) -> None:
@@ -773,21 +759,6 @@ def run_refine_finish(args: argparse.Namespace) -> None:
     record = refinement_record(decisions, args.tables[0].parent)
     write_text_atomic(json.dumps(record, indent=1) + "\n", args.output)
     print(record["outcome"])
-
-
-def table_kind(path: Path) -> str:
-    """``communication`` when the header has op, calls, bytes and time, else measurements."""
-    try:
-        columns = _header(path)
-    except (OSError, ValueError, ImportError, pd.errors.ParserError, UnicodeDecodeError):
-        return "measurements"  # read_table reports the problem with the file
-    return "communication" if set(COMM_REQUIRED[:4]) <= set(columns) else "measurements"
-
-
-def _header(path: Path) -> list[str]:
-    if path.suffix == ".parquet":
-        return list(pd.read_parquet(path).columns)
-    return list(pd.read_csv(path, nrows=0).columns)
 
 
 SUMMARY_FORMATS: dict[str, Callable[[float], str]] = {

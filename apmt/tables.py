@@ -382,3 +382,18 @@ def describe_table(table: pd.DataFrame, kind: str) -> str:
     ps = sorted(int(p) for p in table["p"].unique())
     span = f" ({ps[0]}..{ps[-1]})" if len(ps) > 1 else f" ({ps[0]})"
     return f"{len(table)} rows, {series} series, {len(ps)} distinct P{span}"
+
+
+def table_kind(path: Path) -> str:
+    """``communication`` when the header has op, calls, bytes and time, else measurements."""
+    try:
+        columns = _header(path)
+    except (OSError, ValueError, ImportError, pd.errors.ParserError, UnicodeDecodeError):
+        return "measurements"  # read_table reports the problem with the file
+    return "communication" if set(COMM_REQUIRED[:4]) <= set(columns) else "measurements"
+
+
+def _header(path: Path) -> list[str]:
+    if path.suffix == ".parquet":
+        return list(pd.read_parquet(path).columns)
+    return list(pd.read_csv(path, nrows=0).columns)

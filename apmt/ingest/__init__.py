@@ -63,3 +63,17 @@ def drop_empty_series(table: pd.DataFrame) -> pd.DataFrame:
     for kernel, metric in table.loc[~nonzero, list(MEASUREMENT_KEYS)].drop_duplicates().values:
         log.warning("dropped %r/%r: zero in every run (never executed)", kernel, metric)
     return table[nonzero].reset_index(drop=True)
+
+
+def input_files(fmt: str, paths: list[Path]) -> list[Path]:
+    """The files behind the inputs, to hash: a directory stands for its profile files."""
+    files: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+        elif fmt == "cube":
+            from apmt.ingest.cube import find_profiles
+            files += find_profiles(path)
+        else:
+            files += sorted(p for p in path.rglob("*") if p.is_file())
+    return files
