@@ -721,6 +721,7 @@ def run_refine_round(args: argparse.Namespace) -> None:
     """Validate the round's model (fit without the held-out runs; with the lower-frequency
     solution when the model takes it) and plan the next round from the model of all its
     runs, where its intervals are widest."""
+    from apmt.decision import Decision
     from apmt.rounds import frequency_outcome, refinement_round
     from apmt.study import load_study
 
@@ -738,22 +739,25 @@ def run_refine_round(args: argparse.Namespace) -> None:
         table, params, source=str(args.table), comm=comm, model_options=options,
         holdout=args.holdout, tolerance=args.tolerance, round_index=args.round,
         budget={"max_rounds": args.max_rounds, "max_runs": args.max_runs}, settings=settings,
-        previous=[read_json(path) for path in args.previous], base_p=args.base_p,
+        previous=[Decision.from_dict(read_json(path)) for path in args.previous],
+        base_p=args.base_p,
         frequency=frequency, solution_file=args.frequency_solution)
     write_table(found.rows, args.evaluation)
     write_text_atomic(json.dumps(found.validation, indent=1) + "\n", args.validation)
-    write_text_atomic(json.dumps(found.decision, indent=1, default=float) + "\n", args.output)
-    print(f"round {args.round}: {found.decision['action']}: {found.decision['reason']}")
+    write_text_atomic(json.dumps(found.decision.to_dict(), indent=1, default=float) + "\n",
+                      args.output)
+    print(f"round {args.round}: {found.decision.action}: {found.decision.reason}")
 
 
 def run_refine_finish(args: argparse.Namespace) -> None:
     """Copy the last round's tables to the study's folder; one file tells every round."""
+    from apmt.decision import Decision
     from apmt.rounds import refinement_record
 
     if len(args.tables) != len(args.out_tables):
         raise ApmtError(f"--tables gives {len(args.tables)} files but --out-tables "
                         f"{len(args.out_tables)}")
-    decisions = [read_json(path) for path in args.decisions]
+    decisions = [Decision.from_dict(read_json(path)) for path in args.decisions]
     for source, target in zip(args.tables, args.out_tables, strict=True):
         write_text_atomic(source.read_text(), target)
     record = refinement_record(decisions, args.tables[0].parent)

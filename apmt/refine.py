@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from apmt.accepted import AcceptedP
 from apmt.collect.cpufreq import cpu_freq_option
+from apmt.decision import Decision
 from apmt.errors import ApmtError
 from apmt.model import Model
 from apmt.predict import predicted_parts
@@ -183,8 +185,8 @@ def _choice(row: pd.Series, role: str, reason: str) -> dict:
 
 def plan_round(validation: dict, model: Model | None, measured_p: list[float],
                round_index: int, budget: Mapping[str, int], settings: Mapping,
-               frequency_control: dict, *, runs_used: int = 0) -> dict:
-    """The decision of refinement round ``round_index`` (0 = the first), as JSON-able data.
+               frequency_control: dict, *, runs_used: int = 0) -> Decision:
+    """The decision of refinement round ``round_index`` (0 = the first).
     ``model`` (of all the round's runs) places the new runs: it is needed only when the
     validation asks to refine.
 
@@ -198,33 +200,31 @@ def plan_round(validation: dict, model: Model | None, measured_p: list[float],
     """
     rounds_left = int(budget["max_rounds"]) - round_index
     runs_left = int(budget["max_runs"]) - runs_used
-    decision = {
-        "round": round_index, "action": "none", "part": validation.get("part"),
-        "tolerance": validation["tolerance"], "error": validation["error"],
-        "worst_point": validation.get("worst_point"), "runs": [], "frequency_ghz": None,
-        "frequency_method": None, "keeps_model": False, "candidates": [],
-        "measured_p": sorted(int(p) for p in measured_p),
-        "budget": {"max_rounds": int(budget["max_rounds"]), "max_runs": int(budget["max_runs"]),
-                   "rounds_used": round_index, "runs_used": runs_used},
-    }
+    decision = Decision(
+        round=round_index, action="none", part=validation.get("part"),
+        tolerance=validation["tolerance"], error=validation["error"],
+        worst_point=validation.get("worst_point"),
+        measured_p=sorted(int(p) for p in measured_p),
+        budget={"max_rounds": int(budget["max_rounds"]), "max_runs": int(budget["max_runs"]),
+                "rounds_used": round_index, "runs_used": runs_used})
     error = "no validation (too few P)" if validation["error"] is None else \
         f"error {validation['error']:.1%} vs tolerance {validation['tolerance']:.0%}"
     if not validation["refine"]:
-        return {**decision, "reason": f"{error}: the model is within tolerance"}
+        return replace(decision, reason=f"{error}: the model is within tolerance")
     exhausted = "rounds" if rounds_left <= 0 else "runs" if runs_left <= 0 else None
     if exhausted:
-        return {**decision, "action": "stop", "exhausted": exhausted,
-                "reason": f"{error}, but the budget of {exhausted} is used up "
-                          f"({round_index} of {budget['max_rounds']} rounds, {runs_used} of "
-                          f"{budget['max_runs']} runs)"}
+        return replace(decision, action="stop", exhausted=exhausted,
+                       reason=f"{error}, but the budget of {exhausted} is used up "
+                              f"({round_index} of {budget['max_rounds']} rounds, {runs_used} "
+                              f"of {budget['max_runs']} runs)")
     if validation["part"] == "computation":
         return _plan_frequency(decision, validation, model, measured_p, settings,
                                frequency_control, error, runs_left)
     return _plan_more_p(decision, validation, model, measured_p, settings, runs_left, error)
 
 
-def _plan_more_p(decision: dict, validation: dict, model: Model, measured_p: list[float],
-                 settings: Mapping, runs_left: int, error: str) -> dict:
+def _plan_more_p(decision: Decision, validation: dict, model: Model, measured_p: list[float],
+                 settings: Mapping, runs_left: int, error: str) -> Decision:
     point = {k: v for k, v in (validation.get("worst_point") or {}).items() if k != "p"}
     candidates, max_p = settings.get("candidates") or None, settings.get("max_p") or None
     accepted = settings.get("accepts_p") or AcceptedP()
@@ -232,21 +232,22 @@ def _plan_more_p(decision: dict, validation: dict, model: Model, measured_p: lis
                                       validation["part"], max_p, accepted)
     runs = choose_p(model, measured_p, candidates, point, min(2, runs_left),
                     part=validation["part"], max_p=max_p, accepted=accepted)
-    decision["candidates"] = _records(ranking)
+    decision = replace(decision, candidates=_records(ranking))
     part = validation["part"] or "the model"
     if not runs:
-        return {**decision, "action": "stop", "exhausted": "candidates",
-                "reason": f"{error} in {part}, but no P is left to run (measured "
-                          f"{decision['measured_p']}, max_p {max_p}, the application accepts "
-                          f"{accepted.text})"}
+        return replace(decision, action="stop", exhausted="candidates",
+                       reason=f"{error} in {part}, but no P is left to run (measured "
+                              f"{decision.measured_p}, max_p {max_p}, the application "
+                              f"accepts {accepted.text})")
     chosen = ", ".join(f"P={r['p']} to {r['role']} ({r['uncertainty']:.1%})" for r in runs)
-    return {**decision, "action": "more_p", "runs": runs,
-            "reason": f"{error}, from {part}: profile {chosen}; uncertainty is the relative "
-                      f"90% interval of the {what} at each candidate"}
+    return replace(decision, action="more_p", runs=runs,
+                   reason=f"{error}, from {part}: profile {chosen}; uncertainty is the "
+                          f"relative 90% interval of the {what} at each candidate")
 
 
-def _plan_frequency(decision: dict, validation: dict, model: Model, measured_p: list[float],
-                    settings: Mapping, control: dict, error: str, runs_left: int) -> dict:
+def _plan_frequency(decision: Decision, validation: dict, model: Model,
+                    measured_p: list[float], settings: Mapping, control: dict, error: str,
+                    runs_left: int) -> Decision:
     done = settings.get("frequency_done")
     why_not = ("the model has no CPI (no cycles and instructions were measured)"
                if not model.cpi else
@@ -258,12 +259,12 @@ def _plan_frequency(decision: dict, validation: dict, model: Model, measured_p: 
         # kernels' fits get points where they are least certain, as for communication
         more = _plan_more_p(decision, validation, model, measured_p, settings, runs_left,
                             error)
-        return {**more, "keeps_model": done is None, "frequency_skipped": why_not,
-                "reason": f"{error}, from computation; no lower-frequency rerun: {why_not}"
-                          + (", so the CPI parameters stay as they are. " if done is None
-                             else ". ")
-                          + (f"Instead: {more['reason']}" if more["action"] == "more_p"
-                             else more["reason"])}
+        return replace(more, keeps_model=done is None, frequency_skipped=why_not,
+                       reason=f"{error}, from computation; no lower-frequency rerun: {why_not}"
+                              + (", so the CPI parameters stay as they are. " if done is None
+                                 else ". ")
+                              + (f"Instead: {more.reason}" if more.action == "more_p"
+                                 else more.reason))
     ghz = lower_frequency(control, settings.get("lower_frequency_ghz"))
     worst = (validation.get("worst_point") or {}).get("p")
     p = int(settings.get("frequency_p") or worst or max(measured_p))
@@ -272,10 +273,10 @@ def _plan_frequency(decision: dict, validation: dict, model: Model, measured_p: 
                      f"{ghz:g} GHz instead of {control.get('max_ghz')} GHz"}
     if control.get("method") == "slurm":
         run["slurm_option"] = cpu_freq_option(ghz)
-    return {**decision, "action": "lower_frequency", "runs": [run], "frequency_ghz": ghz,
-            "frequency_method": control.get("method"),
-            "reason": f"{error}, from computation: {run['reason']}, then solve CPI = CPI_core "
-                      "+ BF_mem * T_mem per kernel (paper 000, Eq. 5)"}
+    return replace(decision, action="lower_frequency", runs=[run], frequency_ghz=ghz,
+                   frequency_method=control.get("method"),
+                   reason=f"{error}, from computation: {run['reason']}, then solve CPI = "
+                          "CPI_core + BF_mem * T_mem per kernel (paper 000, Eq. 5)")
 
 
 def _records(ranking: pd.DataFrame) -> list[dict]:
@@ -283,9 +284,9 @@ def _records(ranking: pd.DataFrame) -> list[dict]:
              "rank": int(r.rank)} for r in ranking.itertuples()]
 
 
-def runs_asked(decisions: list[dict]) -> int:
+def runs_asked(decisions: list[Decision]) -> int:
     """Runs the earlier rounds' decisions asked for: ``runs_used`` of the next round."""
-    return sum(len(decision.get("runs", [])) for decision in decisions)
+    return sum(len(decision.runs) for decision in decisions)
 
 
 # ------------------------------------------------------------ the rerun's frequency
@@ -439,16 +440,16 @@ def judge_frequency(measurements: pd.DataFrame, record: Mapping,
     return solution, {**outcome, "reason": reason}
 
 
-def with_frequency_outcome(decision: dict, outcome: dict, solution_file: str) -> dict:
+def with_frequency_outcome(decision: Decision, outcome: dict, solution_file: str) -> Decision:
     """A round's decision that follows a lower-frequency rerun: the rerun's solution and
     outcome (judge_frequency), whether the model keeps its first parameters, and which ones
     the validation used."""
     validated = ("validated with it" if outcome["accepted"]
                  else "validated with the first parameters")
-    return {**decision, "frequency_solution": {"file": solution_file, **outcome},
-            "keeps_model": not outcome["accepted"],
-            "reason": f"lower-frequency rerun: {outcome['reason']}; {validated}. "
-                      f"{decision['reason']}"}
+    return replace(decision, frequency_solution={"file": solution_file, **outcome},
+                   keeps_model=not outcome["accepted"],
+                   reason=f"lower-frequency rerun: {outcome['reason']}; {validated}. "
+                          f"{decision.reason}")
 
 
 def _solve_or_why(measurements: pd.DataFrame, record: Mapping,

@@ -7,13 +7,14 @@ from the model of all the round's runs, which is built only when the round refin
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
 from apmt import layout
 from apmt.collect.cpufreq import frequency_control
+from apmt.decision import Decision
 from apmt.evaluate import validate
 from apmt.machine import load_machine
 from apmt.model import build_model
@@ -36,7 +37,7 @@ class Round:
 
     rows: pd.DataFrame
     validation: dict
-    decision: dict
+    decision: Decision
     solution: pd.DataFrame
 
 
@@ -54,7 +55,7 @@ def frequency_outcome(frequency_table: Path | None) -> tuple[pd.DataFrame, dict 
 def refinement_round(table: pd.DataFrame, params: list[str], *, source: str,
                      comm: pd.DataFrame | None, model_options: Mapping, holdout: str,
                      tolerance: float, round_index: int, budget: Mapping[str, int],
-                     settings: Mapping, previous: list[dict], base_p: list[int],
+                     settings: Mapping, previous: list[Decision], base_p: list[int],
                      frequency: tuple[pd.DataFrame, dict | None],
                      solution_file: str | None = None) -> Round:
     """Validate the round's model and decide the next runs.
@@ -71,26 +72,24 @@ def refinement_round(table: pd.DataFrame, params: list[str], *, source: str,
                                 refine_model=refined, **model_options)
     model = build_model(table, params, source=source, comm=comm, **model_options) \
         if validation["refine"] else None
-    done = next((d["round"] for d in previous if d.get("action") == "lower_frequency"), None)
+    done = next((d.round for d in previous if d.action == "lower_frequency"), None)
     decision = plan_round(validation, model, sorted(table["p"].unique()), round_index, budget,
                           {**settings, "frequency_done": done}, frequency_control(),
                           runs_used=runs_asked(previous))
-    decision["base_p"] = base_p
-    decision["validation"] = validation
+    decision = replace(decision, base_p=base_p, validation=validation)
     if outcome is not None:
         decision = with_frequency_outcome(decision, outcome, str(solution_file))
     return Round(rows, validation, decision, solution)
 
 
-def refinement_record(decisions: list[dict], tables_from: Path) -> dict:
+def refinement_record(decisions: list[Decision], tables_from: Path) -> dict:
     """One record of every round (refinement.json): the decisions, the final round, where
     the study's tables come from and the outcome in words."""
     last = decisions[-1] if decisions else None
     return {
-        "rounds": decisions,
+        "rounds": [decision.to_dict() for decision in decisions],
         "final_round": len(decisions) - 1 if decisions else 0,
         "tables_from": str(tables_from),
         "outcome": ("refinement off: no holdout, a budget of 0, or an imported study"
-                    if last is None else f"round {last['round']}: {last['action']}: "
-                                          f"{last['reason']}"),
+                    if last is None else f"round {last.round}: {last.action}: {last.reason}"),
     }

@@ -99,5 +99,5 @@ def test_with_nothing_accepted_left_the_round_stops_and_says_why(lulesh_model: d
     decision = plan_round(validation, lulesh_model, [27, 64, 125, 216], 0,
                           {"max_rounds": 2, "max_runs": 2},
                           {"accepts_p": AcceptedP("cubes", max_p=216)}, {"can_set": False})
-    assert decision["action"] == "stop"
-    assert "the application accepts cubes up to 216" in decision["reason"]
+    assert decision.action == "stop"
+    assert "the application accepts cubes up to 216" in decision.reason

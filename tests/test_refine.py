@@ -104,9 +104,9 @@ def test_three_p_holding_out_the_largest_ask_for_more_p(measured_data: Path) -> 
     assert "leaves 2 distinct P (27, 64)" in validation["reason"]
     model = build_model(three, [], source="lulesh", app_kernel="main")
     decision = plan_round(validation, model, [27, 64, 125], 0, BUDGET, {}, {"can_set": False})
-    assert decision["action"] == "more_p" and decision["reason"].startswith(
+    assert decision.action == "more_p" and decision.reason.startswith(
         "no validation (too few P), from the model: profile P=")
-    assert json.loads(json.dumps(decision)) == decision      # plain JSON: no NaN
+    assert json.loads(json.dumps(decision.to_dict())) == decision.to_dict()   # no NaN
 
 
 def test_target_width_after_refits_without_touching_later_fits(measured_data: Path) -> None:
@@ -141,35 +141,35 @@ def test_plan_round_follows_budget_and_part(lulesh_model: dict) -> None:
                           BUDGET, arguments["settings"], arguments["frequency_control"],
                           runs_used=runs_used)
 
-    assert decide(validation("communication", error=0.05))["action"] == "none"
+    assert decide(validation("communication", error=0.05)).action == "none"
     more = decide(validation("communication"))
-    assert more["action"] == "more_p"
-    assert [r["role"] for r in more["runs"]] == ["refit", "validate"]
-    assert all(r["p"] not in plan["measured_p"] for r in more["runs"])
-    assert len(more["candidates"]) > 2
-    assert len(decide(validation("communication"), runs_used=3)["runs"]) == 1
-    assert decide(validation("communication"), round_index=3)["exhausted"] == "rounds"
-    assert decide(validation("communication"), runs_used=4)["exhausted"] == "runs"
+    assert more.action == "more_p"
+    assert [r["role"] for r in more.runs] == ["refit", "validate"]
+    assert all(r["p"] not in plan["measured_p"] for r in more.runs)
+    assert len(more.candidates) > 2
+    assert len(decide(validation("communication"), runs_used=3).runs) == 1
+    assert decide(validation("communication"), round_index=3).exhausted == "rounds"
+    assert decide(validation("communication"), runs_used=4).exhausted == "runs"
     listed = decide(validation("communication"), settings={"candidates": [64, 100, 512]})
-    assert [r["p"] for r in listed["runs"]] == [100, 512]
+    assert [r["p"] for r in listed.runs] == [100, 512]
     assert decide(validation("communication"), settings={"candidates": [64, 100],
-                                                          "max_p": 80})["exhausted"] == "candidates"
+                                                          "max_p": 80}).exhausted == "candidates"
     # computation: needs a CPI per kernel, then a machine that can lower the frequency
-    assert decide(validation("computation"))["keeps_model"]
+    assert decide(validation("computation")).keeps_model
     counters = replace(lulesh_model, cpi={"main": Cpi(1.2, 0.0, {})})
     lower = decide(validation("computation"), model=counters)
-    assert lower["action"] == "lower_frequency"
-    assert lower["frequency_ghz"] == 2.4 and lower["runs"][0]["p"] == 343
-    assert lower["runs"][0]["slurm_option"] == "--cpu-freq=2400000"
+    assert lower.action == "lower_frequency"
+    assert lower.frequency_ghz == 2.4 and lower.runs[0]["p"] == 343
+    assert lower.runs[0]["slurm_option"] == "--cpu-freq=2400000"
     cannot = decide(validation("computation"), model=counters,
                     frequency_control=frequency_control(FAKE_SYSFS / "absent", environ={}))
     # no frequency rerun possible: the CPI parameters stay, and more P are the lever left
-    assert cannot["action"] == "more_p" and cannot["keeps_model"]
-    assert "cannot change the CPU frequency" in cannot["frequency_skipped"]
-    assert "cannot change the CPU frequency" in cannot["reason"]
-    assert [r["role"] for r in cannot["runs"]] == ["refit", "validate"]
-    assert "of the computation" in cannot["runs"][0]["reason"], cannot["runs"][0]
-    json.dumps([more, lower, cannot])
+    assert cannot.action == "more_p" and cannot.keeps_model
+    assert "cannot change the CPU frequency" in cannot.frequency_skipped
+    assert "cannot change the CPU frequency" in cannot.reason
+    assert [r["role"] for r in cannot.runs] == ["refit", "validate"]
+    assert "of the computation" in cannot.runs[0]["reason"], cannot.runs[0]
+    json.dumps([decision.to_dict() for decision in (more, lower, cannot)])
 
 
 def test_frequency_control_on_this_machine_says_it_cannot() -> None:

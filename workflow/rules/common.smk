@@ -15,6 +15,7 @@ from snakemake.utils import validate
 
 from apmt import layout
 from apmt.errors import ApmtError
+from apmt.decision import Decision
 from apmt.study import Study, load_study
 from apmt.layout import (
     COMM,
@@ -358,20 +359,15 @@ def refines(study: str) -> bool:
             and settings["max_rounds"] > 0 and settings["max_runs"] > 0)
 
 
-def decision(study: str, round_index: int) -> dict:
+def decision(study: str, round_index: int) -> Decision:
     """A round's decision; asking for it makes Snakemake run that round's checkpoint first."""
     path = checkpoints.refine_round.get(study=study, round=str(round_index)).output.decision
-    return json.loads(Path(path).read_text())
-
-
-def added_p(asked: dict) -> list[int]:
-    """The P a round's decision adds (its runs, when it asks for more P)."""
-    return [run["p"] for run in asked["runs"]] if asked["action"] == "more_p" else []
+    return Decision.from_dict(json.loads(Path(path).read_text()))
 
 
 def round_p(study: str, round_index: int) -> list[int]:
     """The P measured in a round: the study's own, plus every P the rounds before added."""
-    added = [p for r in range(round_index) for p in added_p(decision(study, r))]
+    added = [p for r in range(round_index) for p in decision(study, r).added_p]
     return sorted({*base_p(study), *added})
 
 
@@ -379,8 +375,8 @@ def final_round(study: str) -> int:
     """The last round: the first whose decision runs nothing more (or refinement is off); a
     lower-frequency rerun is solved by the round after its decision."""
     round_index = 0
-    while refines(study) and decision(study, round_index)["action"] in ("more_p",
-                                                                        "lower_frequency"):
+    while refines(study) and decision(study, round_index).action in ("more_p",
+                                                                     "lower_frequency"):
         round_index += 1
     return round_index
 
@@ -389,8 +385,7 @@ def frequency_run(study: str, round_index: int) -> dict | None:
     """The rerun at a lower frequency that the round's decision asks for, if any."""
     if round_index < 0 or not refines(study):
         return None
-    asked = decision(study, round_index)
-    return asked["runs"][0] if asked["action"] == "lower_frequency" else None
+    return decision(study, round_index).frequency_run
 
 
 def frequency_mhz(ghz: float) -> int:
@@ -446,8 +441,7 @@ def accepted_frequency_solution(wildcards) -> list[str]:
     if wildcards.study not in PROFILED or not refines(wildcards.study):
         return []
     accepted = [r for r in range(final_round(wildcards.study) + 1)
-                if (decision(wildcards.study, r).get("frequency_solution") or {})
-                .get("accepted")]
+                if decision(wildcards.study, r).solution_accepted]
     return [round_file(FREQUENCY_SOLUTION, wildcards.study, accepted[-1])] if accepted else []
 
 
