@@ -167,8 +167,8 @@ def run_machine_probe(args: argparse.Namespace) -> None:
     machine = probe_machine(args.name, args.max_bytes, args.quick, frequency)
     write_machine(machine, args.output)
     latency = ", ".join(f"{level} {cycles:.0f}" for level, cycles
-                        in machine["latency_cycles"].items())
-    print(f"{args.output}: {machine['frequency_ghz']:.2f} GHz; latency in cycles: {latency}")
+                        in machine.latency_cycles.items())
+    print(f"{args.output}: {machine.frequency_ghz:.2f} GHz; latency in cycles: {latency}")
 
 
 def _add_profile(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -588,7 +588,7 @@ def _fit_provenance(args: argparse.Namespace, table: pd.DataFrame, params: list[
         "command": "fit", "params": params, "per_rank_params": sorted(args.per_rank_params),
         "p_values": sorted(int(p) for p in table["p"].unique()),
         "max_repetitions": int(points(table, params)["reps"].max()),
-        "machine": (machine or {}).get("name", args.machine) if args.machine else None,
+        "machine": machine.fields.get("name", args.machine) if args.machine else None,
         "import": _read_sidecar(args.measurements),
     }
     if args.comm:

@@ -1,11 +1,13 @@
 """Machine parameters: frequency, load latency per cache level and memory, penalties.
 
 A machine file is YAML (see ``apmt/data/machines/``); it is data, not code, so a site adds
-its nodes without touching apmt. ``load_machine`` accepts a path or the name of a shipped file.
+its nodes without touching apmt. ``load_machine`` accepts a path or the name of a shipped file
+and gives a checked Machine.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -22,12 +24,46 @@ OPTIONAL_GROUPS = {"latency_ns": (MAX_CYCLES, False), "penalty_cycles": (MAX_CYC
                    "cache_bytes": (MAX_CACHE_BYTES, True), "cache_assoc": (1e6, True)}
 
 
+@dataclass(frozen=True)
+class Machine:
+    """A checked machine file: what apmt computes with (clock, load latencies per level, and
+    the optional latencies in ns, penalties and cache geometry), and the file's whole mapping
+    (``fields``: its name, description, notes, the probe's curves), which to_dict gives back
+    as read."""
+
+    frequency_ghz: float
+    latency_cycles: dict[str, float]
+    fields: dict = field(repr=False)
+
+    @property
+    def name(self) -> str | None:
+        return self.fields.get("name")
+
+    @property
+    def hertz(self) -> float:
+        return float(self.frequency_ghz) * 1e9
+
+    def group(self, name: str) -> dict:
+        """An optional group of numbers (latency_ns, penalty_cycles, cache_bytes, ...)."""
+        return self.fields.get(name) or {}
+
+    def value(self, key: str) -> object:
+        """A field by its dotted name (``latency_cycles.l1``), or None."""
+        value: object = self.fields
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+    def to_dict(self) -> dict:
+        return self.fields
+
+
 def shipped_machines() -> list[str]:
     """Names of the machine files that come with apmt."""
     return shipped("machines")
 
 
-def load_machine(name_or_path: str | Path) -> dict:
+def load_machine(name_or_path: str | Path) -> Machine:
     """Read and check a machine file; raises ApmtError naming the file and field."""
     path = Path(name_or_path)
     if is_dir(path):
@@ -41,7 +77,7 @@ def load_machine(name_or_path: str | Path) -> dict:
     return check_machine(read_yaml(path), str(path))
 
 
-def check_machine(machine: object, source: str) -> dict:
+def check_machine(machine: object, source: str) -> Machine:
     """The fields apmt computes with are finite, positive and plausible: NaN or infinity
     would pass into every model and diagnosis."""
     if not isinstance(machine, dict):
@@ -61,7 +97,7 @@ def check_machine(machine: object, source: str) -> dict:
                             f"cycles in (0, {MAX_CYCLES:g}], not {shown(value)}")
     for group, (high, whole) in OPTIONAL_GROUPS.items():
         _check_group(machine.get(group), group, high, whole, source)
-    return machine
+    return Machine(float(frequency), latencies, machine)
 
 
 def _check_group(values: object, group: str, high: float, whole: bool, source: str) -> None:
@@ -76,7 +112,3 @@ def _check_group(values: object, group: str, high: float, whole: bool, source: s
             kind = "a whole number" if whole else "a number"
             raise ApmtError(f"{source}: field '{group}.{key}' must be {kind} in (0, {high:g}], "
                             f"not {shown(value)}")
-
-
-def hertz(machine: dict) -> float:
-    return float(machine["frequency_ghz"]) * 1e9

@@ -53,6 +53,7 @@ from apmt.kernels import (
     summed_kernels,
     with_nested,
 )
+from apmt.machine import Machine, check_machine
 from apmt.nesting import resolve
 from apmt.series import MIN_DISTINCT_P, points
 from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
@@ -161,7 +162,7 @@ class Model:
     series: list[FittedSeries]
     left_out: list[LeftOut]
     cpi: dict[str, Cpi]
-    machine: dict | None
+    machine: Machine | None
     contention: dict[str, float]
     communication: list[Operation]
     bf_comm: float
@@ -261,6 +262,8 @@ class Model:
                 value = [item.to_dict() for item in value]
             elif entry.name == "cpi":
                 value = {kernel: cpi.to_dict() for kernel, cpi in value.items()}
+            elif entry.name == "machine" and value is not None:
+                value = value.to_dict()
             if entry.name != "provenance" or value is not None:
                 data[entry.name] = value
         return data
@@ -277,6 +280,8 @@ class Model:
         values["communication"] = [Operation.from_dict(entry)
                                    for entry in data["communication"]]
         values["cpi"] = {kernel: Cpi.from_dict(entry) for kernel, entry in data["cpi"].items()}
+        values["machine"] = check_machine(data["machine"], "the model's machine") \
+            if data["machine"] is not None else None
         return Model(**values)
 
 
@@ -298,7 +303,7 @@ def from_format_1(data: dict) -> dict:
 # ---------------------------------------------------------------------------------- building
 
 def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
-                comm: pd.DataFrame | None = None, machine: dict | None = None,
+                comm: pd.DataFrame | None = None, machine: Machine | None = None,
                 app_kernel: str | None = None, per_rank_params: frozenset[str] = frozenset(),
                 threshold: float = 0.05, scaling: str | None = None,
                 interest: frozenset[str] = frozenset()) -> Model:

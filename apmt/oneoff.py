@@ -37,6 +37,7 @@ from apmt.diagnose import diagnose
 from apmt.diagnose.render import to_html, to_text
 from apmt.diagnose.section import Section
 from apmt.errors import ApmtError
+from apmt.machine import Machine
 from apmt.model import build_model, provenance, save_model
 from apmt.probe import this_machine
 from apmt.series import MIN_DISTINCT_P
@@ -194,7 +195,7 @@ def measure(words: Sequence[str], results: str | Path = "results", *, name: str 
     return folder
 
 
-def fit(measurements: pd.DataFrame, comm: pd.DataFrame, study: Study, machine: dict | None,
+def fit(measurements: pd.DataFrame, comm: pd.DataFrame, study: Study, machine: Machine | None,
         folder: Path, report: Callable[[str], None]) -> None:
     """The model of the one-off (as apmt fit makes it), for the scaling diagnosis; a series
     that cannot be fitted is reported and leaves the scaling part without a model."""

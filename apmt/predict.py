@@ -14,7 +14,6 @@ import pandas as pd
 from apmt import trust
 from apmt.comm import Operation
 from apmt.kernels import OTHERS
-from apmt.machine import hertz
 from apmt.model import NO_TIME, PARTS, UNACCOUNTED, LeftOut, Model
 from apmt.series import point_values
 from apmt.tables import APP_KERNEL, TIME_METRIC
@@ -120,7 +119,7 @@ def _memory_rows(model: Model, targets: pd.DataFrame, values: dict) -> list[pd.D
             continue
         blocking = np.full(len(values["p"]), float(entry.bf_mem)) \
             if entry.bf_mem is not None else \
-            stalls.predict(values)[0] / hertz(model.machine) / total
+            stalls.predict(values)[0] / model.machine.hertz / total
         judged = judge(_domain_of(model, kernel, None), values, total, nan, nan)
         for metric, value in (("mem_total_time", total), ("bf_mem", blocking)):
             frames.append(_rows(targets, model.params, kernel, metric, (value, nan, nan),
@@ -244,7 +243,7 @@ def _kernel_time(model: Model, kernel: str, values: dict) -> dict[str, Bounds]:
     """Computation and non-overlapped memory time of one kernel at the points."""
     if model.kernel_metric(kernel) == TIME_METRIC:
         return {"comp_time": model.fit_of(kernel, TIME_METRIC).predict(values)}
-    frequency = hertz(model.machine)
+    frequency = model.machine.hertz
     instructions = model.fit_of(kernel, "instructions").predict(values)
     entry = model.cpi[kernel]
     result = {"comp_time": tuple(b * entry.cpi / frequency for b in instructions)}
@@ -261,7 +260,7 @@ def _kernel_time(model: Model, kernel: str, values: dict) -> dict[str, Bounds]:
 
 def memory_time(model: Model, kernel: str, values: dict) -> np.ndarray | None:
     """T_mem of Eq. 3 from the fitted hit counts and the machine's latencies, in seconds."""
-    latencies = model.machine["latency_cycles"]
+    latencies = model.machine.latency_cycles
     levels = {"l1_hits": "l1", "l2_hits": "l2", "llc_hits": "llc", "llc_misses": "memory"}
     total = None
     for metric, level in levels.items():
@@ -270,4 +269,4 @@ def memory_time(model: Model, kernel: str, values: dict) -> np.ndarray | None:
             return None
         cycles = fit.predict(values)[0] * latencies[level]
         total = cycles if total is None else total + cycles
-    return total / hertz(model.machine)
+    return total / model.machine.hertz

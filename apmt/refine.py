@@ -326,9 +326,9 @@ def frequency_points(measurements: pd.DataFrame, machine: dict) -> pd.DataFrame:
     if missing:
         raise ApmtError(f"frequency runs: no {missing[0]!r} counter (Eq. 5 needs "
                         f"{', '.join(FREQUENCY_INPUTS)})")
-    latency = machine["latency_cycles"]
-    memory_ns = (machine.get("latency_ns") or {}).get(
-        "memory", latency["memory"] / float(machine["frequency_ghz"]))
+    latency = machine.latency_cycles
+    memory_ns = machine.group("latency_ns").get(
+        "memory", latency["memory"] / float(machine.frequency_ghz))
     cycles = sum(wide[metric] * latency[level] for metric, level in CACHE_LEVELS.items())
     cycles = cycles + wide["llc_misses"] * memory_ns * wide["frequency_ghz"]
     wide["cpi"] = wide["cycles"] / wide["instructions"]

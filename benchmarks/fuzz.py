@@ -289,7 +289,7 @@ def _study(path: Path, seed: Path) -> object:
 def _machine(path: Path, seed: Path) -> tuple[dict, object]:
     from apmt.collect.backends.cachegrind import cache_geometry
     from apmt.machine import load_machine
-    machine = load_machine(path)
+    machine = load_machine(path).to_dict()
     return machine, (cache_geometry(machine, str(path)) if "cache_bytes" in machine else None)
 
 

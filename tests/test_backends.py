@@ -39,7 +39,7 @@ from apmt.collect.launch import (
     single_host,
 )
 from apmt.errors import ApmtError
-from apmt.machine import load_machine
+from apmt.machine import Machine, load_machine
 from apmt.names import is_mpi
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -289,7 +289,7 @@ def test_unknown_backend_and_metric_are_one_line_each():
         make_backend("papi", None, None)
     assert "unknown backend 'papi'" in one_line(error) and "perf-clock" in str(error.value)
     with pytest.raises(ApmtError) as error:
-        make_backend("cachegrind", {"cache_bytes": {"l1d": 32768, "llc": 2 ** 25}}, ["flops"])
+        make_backend("cachegrind", load_machine("haswell-e5-2698v3"), ["flops"])
     assert "unknown metric 'flops'" in one_line(error)
 
 
@@ -503,12 +503,12 @@ def test_cachegrind_refuses_a_file_whose_sums_or_caches_do_not_match(tmp_path):
     other = {"name": "small", "cache_bytes": {"l1d": 49152, "llc": 2 ** 25},
              "cache_assoc": {"l1d": 12, "llc": 16}}
     with pytest.raises(ApmtError) as error:
-        Cachegrind(other).parse(run)
+        Cachegrind(Machine(2.0, {}, other)).parse(run)       # geometry only
     assert "asks for" in one_line(error)
 
 
 def test_cache_geometry_from_the_machine():
-    caches, notes = cache_geometry(load_machine("haswell-e5-2698v3"))
+    caches, notes = cache_geometry(load_machine("haswell-e5-2698v3").to_dict())
     assert caches["LL"].option() == "41943040,20,64"
     assert any("power-of-two" in n for n in notes)
     caches, _ = cache_geometry({"cache_bytes": {"l1d": 49152, "llc": 2 ** 25},
@@ -517,7 +517,7 @@ def test_cache_geometry_from_the_machine():
     with pytest.raises(ApmtError) as error:
         cache_geometry({"frequency_ghz": 2})
     assert "cache_bytes" in one_line(error)
-    two_levels = Cachegrind({"cache_bytes": {"l1d": 32768, "llc": 2 ** 21}})
+    two_levels = Cachegrind(Machine(2.0, {}, {"cache_bytes": {"l1d": 32768, "llc": 2 ** 21}}))
     assert "llc_hits" in two_levels.metrics
 
 

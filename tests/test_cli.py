@@ -314,8 +314,8 @@ def test_machine_probe_writes_a_machine_file(tmp_path: Path, cli) -> None:
     run = cli("machine", "probe", "--quick", "--name", "here", "-o", output)
     assert run.code == 0, run.err
     machine = load_machine(output)
-    assert machine["name"] == "here"
-    assert machine["latency_cycles"]["l1"] < machine["latency_cycles"]["memory"]
+    assert machine.fields["name"] == "here"
+    assert machine.fields["latency_cycles"]["l1"] < machine.fields["latency_cycles"]["memory"]
     assert run.out.startswith(f"{output}: ")
 
 

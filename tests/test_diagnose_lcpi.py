@@ -174,7 +174,7 @@ def test_lcpi_bounds_follow_the_formulas_of_lcpi_yaml() -> None:
     """Known counts give the bounds the formulas say (machine latencies in cycles)."""
     config = lcpi.load_config()
     machine = load_machine(MACHINE)
-    latency = machine["latency_cycles"]
+    latency = machine.fields["latency_cycles"]
     simulated = pd.Series({"instructions": 1000.0, "mem_loads": 300.0, "mem_stores": 100.0,
                            "l1d_misses": 40.0, "llc_misses": 10.0, "branches": 200.0,
                            "branch_misses": 5.0, "l1i_misses": 2.0, "lli_misses": 0.0,
@@ -197,7 +197,7 @@ def test_lcpi_bounds_follow_the_formulas_of_lcpi_yaml() -> None:
                           "llc_misses": 5.0, "branches": 200.0, "branch_misses": 5.0})
     haswell = load_machine("haswell-e5-2698v3")
     bounds = {b.category: b for b in lcpi.kernel_bounds(hardware, haswell, config)}
-    lat = haswell["latency_cycles"]
+    lat = haswell.fields["latency_cycles"]
     expected = (400 * lat["l1"] + 35 * lat["l2"] + 15 * lat["llc"] + 5 * lat["memory"]) / 1000
     assert bounds["data_accesses"].lcpi == pytest.approx(expected)
     assert bounds["overall"].lcpi == pytest.approx(1.5)
@@ -327,8 +327,8 @@ def test_one_command_needs_no_machine_file(tmp_path: Path, cli, own_cache_folder
                            .read_text())
     assert study["machine"] == str(machine_file)
     probed = load_machine(machine_file)
-    assert probed["source"].startswith("measured by apmt machine probe")
-    assert probed["latency_cycles"]["memory"] > probed["latency_cycles"]["l1"] > 0
+    assert probed.fields["source"].startswith("measured by apmt machine probe")
+    assert probed.fields["latency_cycles"]["memory"] > probed.fields["latency_cycles"]["l1"] > 0
     assert "LCPI of branchy" in first.out and "needs a machine file" not in first.out
     measured_at = machine_file.stat().st_mtime_ns
     second = cli(*words)
@@ -350,7 +350,7 @@ def test_a_study_without_a_machine_file_says_what_the_lcpi_needs(tmp_path: Path)
 
 def test_a_machine_file_beside_the_study_is_found_through_the_study(tmp_path: Path) -> None:
     """The provenance keeps a probed machine's name only; the study file says where it is."""
-    machine = load_machine(MACHINE) | {"name": "my-node"}
+    machine = load_machine(MACHINE).fields | {"name": "my-node"}
     (tmp_path / "my-node.yaml").write_text(yaml.safe_dump(machine))
     study = tmp_path / "s.yaml"
     study.write_text(yaml.safe_dump({"name": "s", "command": "true", "p": [2],
@@ -361,7 +361,7 @@ def test_a_machine_file_beside_the_study_is_found_through_the_study(tmp_path: Pa
     record = {**json.loads(provenance.read_text()), "machine": "my-node",
               "study_file": str(study)}
     provenance.write_text(json.dumps(record))
-    assert read_study(folder).machine["name"] == "my-node"
+    assert read_study(folder).machine.fields["name"] == "my-node"
     study.unlink()
     with pytest.raises(ApmtError, match=r"'machine'.*my-node.*--machine"):
         read_study(folder)

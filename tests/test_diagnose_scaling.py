@@ -27,7 +27,7 @@ from apmt.diagnose.study import read_study
 from apmt.errors import ApmtError
 from apmt.ingest import import_profiles
 from apmt.kernels import NONSCALABLE_SLOPE
-from apmt.machine import hertz, load_machine
+from apmt.machine import load_machine
 from apmt.model import PART_LABELS, PARTS, build_model, load_model, save_model
 from apmt.predict import assemble, predict
 from apmt.series import scale_points
@@ -246,7 +246,7 @@ def test_counter_mode_memory_part_and_checks(tmp_path: Path) -> None:
     exchange's CPI varies by more than CPI_DEVIATION_LIMIT (1.58 to 1.88) and its E is 1e-2;
     solve's CPI varies less (0.84 to 1.0) and its E is 1e-5."""
     machine = load_machine(MACHINE)
-    table = counter_table(hertz(machine), cpi_growth=0.05)
+    table = counter_table(machine.hertz, cpi_growth=0.05)
     misses = table[table["metric"] == "llc_misses"]
     loads = misses.assign(metric="mem_loads",
                           value=misses["value"] / misses["kernel"].map(CONTENTION) * 0.9)

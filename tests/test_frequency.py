@@ -16,14 +16,15 @@ from test_workflow_run import ring, snakemake_command, workflow_copy  # noqa: F4
 
 from apmt.collect.cpufreq import frequency_control
 from apmt.collect.frequency import slurm_mark
+from apmt.machine import check_machine
 from apmt.refine import judge_frequency
 from apmt.study import Run, Study, frequency_suffix, with_frequency
 
 needs_mpi = pytest.mark.skipif(not (shutil.which("mpicc") and shutil.which("mpirun")),
                                reason="needs mpicc and mpirun (scripts/install.sh)")
 LATENCY = {"l1": 4, "l2": 12, "llc": 40, "memory": 240}
-MACHINE = {"name": "test", "frequency_ghz": 3.0, "latency_cycles": LATENCY,
-           "latency_ns": {"memory": 80.0}}
+MACHINE = check_machine({"name": "test", "frequency_ghz": 3.0, "latency_cycles": LATENCY,
+                         "latency_ns": {"memory": 80.0}}, "test")
 
 
 def test_runs_at_a_lower_frequency_get_names_of_their_own() -> None:
@@ -183,7 +184,7 @@ def test_the_round_after_the_rerun_validates_with_the_accepted_solution(
         cli, tmp_path: Path) -> None:
     """Without the solution the model's one CPI misses the held-out P; with it, exact."""
     machine = tmp_path / "machine.yaml"
-    machine.write_text(yaml.safe_dump({**MACHINE, "name": "test"}))
+    machine.write_text(yaml.safe_dump({**MACHINE.to_dict(), "name": "test"}))
     table, frequency = tmp_path / "measurements.csv", tmp_path / "frequency.csv"
     scaling_counters([1, 2, 4, 8, 16]).to_csv(table, index=False)
     counters(0.7, 0.4).to_csv(frequency, index=False)

@@ -17,7 +17,7 @@ from apmt.evaluate import validate
 from apmt.fit_table import error_correlation
 from apmt.ingest import import_profiles
 from apmt.kernels import OTHERS
-from apmt.machine import hertz, load_machine
+from apmt.machine import load_machine
 from apmt.model import PARTS, build_model, load_model, save_model
 from apmt.predict import _kernel_time, assemble, contributions, memory_time, predict
 from apmt.series import points
@@ -230,7 +230,7 @@ def machine() -> dict:
 
 @pytest.fixture(scope="module")
 def counter_model(machine: dict) -> dict:
-    return build_model(counter_table(hertz(machine)), [], source="counters", machine=machine)
+    return build_model(counter_table(machine.hertz), [], source="counters", machine=machine)
 
 
 def test_counter_mode_cpi(counter_model: dict) -> None:
@@ -245,7 +245,7 @@ def test_counter_mode_cpi(counter_model: dict) -> None:
 
 
 def test_cpi_deviation_when_cpi_varies(machine: dict) -> None:
-    model = build_model(counter_table(hertz(machine), cpi_growth=0.05), [], source="counters",
+    model = build_model(counter_table(machine.hertz, cpi_growth=0.05), [], source="counters",
                         machine=machine)
     for kernel, k in KERNELS.items():
         per_p = np.array([k["cpi"] * (1 + 0.05 * np.log2(p)) for p in COUNTER_P])
@@ -256,8 +256,8 @@ def test_cpi_deviation_when_cpi_varies(machine: dict) -> None:
 
 
 def test_counter_mode_prediction(counter_model: dict, machine: dict) -> None:
-    frequency = hertz(machine)
-    latency = machine["latency_cycles"]
+    frequency = machine.hertz
+    latency = machine.fields["latency_cycles"]
     p = 128
     table = predict(counter_model, pd.DataFrame({"p": [p]}))
     app = app_rows(table)
@@ -280,21 +280,21 @@ def test_counter_mode_prediction(counter_model: dict, machine: dict) -> None:
 
 
 def test_without_a_machine_file_the_model_is_time_only(machine: dict) -> None:
-    model = build_model(counter_table(hertz(machine)), [], source="counters")
+    model = build_model(counter_table(machine.hertz), [], source="counters")
     assert model.mode == "time"
     assert model.cpi                             # the counters were there
     assert any("no machine file" in note for note in model.notes)
     table = predict(model, pd.DataFrame({"p": [128]}))
     assert "bf_mem" not in set(table["metric"]) and app_rows(table)["mem_time"] == 0
     truth = sum((k["cpi"] * k["instructions"] + k["stall_cycles"]) / 128
-                for k in KERNELS.values()) / hertz(machine)
+                for k in KERNELS.values()) / machine.hertz
     assert app_rows(table)["time"] == pytest.approx(truth, rel=0.02)
 
 
 def test_counter_mode_beside_measured_application_and_mpi_time(machine: dict) -> None:
     """The run's wall time (kernel ``<app>``) and an MPI call come as time only, the computing
     kernels with counters: the model stays in counter mode and the MPI call is T_comm."""
-    frequency = hertz(machine)
+    frequency = machine.hertz
     table = counter_table(frequency)
     time = table[table["metric"] == "time"].groupby(["p", "rep"], as_index=False)["value"].sum()
     mpi = time.assign(kernel="MPI_Allreduce", metric="time", value=1e-3 * np.log2(time["p"]))
@@ -360,7 +360,7 @@ def test_bf_comm_from_measured_application_time() -> None:
 
 def test_memory_contention_warning(machine: dict) -> None:
     """E = LLC misses / memory accesses above 1e-4 warns about larger problem sizes."""
-    table = counter_table(hertz(machine))
+    table = counter_table(machine.hertz)
     accesses = []
     for kernel, share in (("solve", 1e-5), ("exchange", 1e-2)):
         for p in COUNTER_P:
@@ -474,7 +474,7 @@ def test_a_solved_bf_mem_replaces_the_stall_cycles(counter_model: dict, machine:
     assert kernel_row(table, "solve", "bf_mem") == pytest.approx(0.25)
     before = app_rows(predict(counter_model, pd.DataFrame({"p": [128]})))["mem_time"]
     stalls = model.fit_of("solve", "stall_cycles").predict({"p": np.array([128.0])})[0][0] \
-        / hertz(machine)
+        / machine.hertz
     assert app_rows(table)["mem_time"] == pytest.approx(before - stalls + 0.25 * total[1],
                                                         rel=1e-6)
 

@@ -37,19 +37,19 @@ def measured() -> dict:
 
 
 def test_latencies_grow_from_l1_to_memory(measured: dict) -> None:
-    ns = measured["latency_ns"]
+    ns = measured.fields["latency_ns"]
     for faster, slower in pairwise(LEVELS):
         assert ns[slower] >= 0.9 * ns[faster], (faster, slower, ns)  # equal within noise
     assert ns["memory"] > 2 * ns["l1"]
 
 
 def test_l1_latency_and_clock_are_plausible(measured: dict) -> None:
-    assert 0.5 <= measured["latency_ns"]["l1"] <= 3.0
-    assert 0.5 <= measured["frequency_ghz"] <= 6.0
+    assert 0.5 <= measured.fields["latency_ns"]["l1"] <= 3.0
+    assert 0.5 <= measured.fields["frequency_ghz"] <= 6.0
     # cycles are ns times the clock, and an L1 hit takes a handful of cycles on any core
-    assert measured["latency_cycles"]["l1"] == pytest.approx(
-        measured["latency_ns"]["l1"] * measured["frequency_ghz"], abs=0.1)
-    assert 2 <= measured["latency_cycles"]["l1"] <= 8
+    assert measured.fields["latency_cycles"]["l1"] == pytest.approx(
+        measured.fields["latency_ns"]["l1"] * measured.fields["frequency_ghz"], abs=0.1)
+    assert 2 <= measured.fields["latency_cycles"]["l1"] <= 8
 
 
 def _getconf(name: str) -> int | None:
@@ -67,17 +67,17 @@ def test_cache_sizes_match_getconf(measured: dict) -> None:
     expected = {"l1d": _getconf("LEVEL1_DCACHE_SIZE"), "l2": _getconf("LEVEL2_CACHE_SIZE")}
     for level, size in expected.items():
         if size is not None:
-            assert measured["cache_bytes"][level] == size, level
+            assert measured.fields["cache_bytes"][level] == size, level
     line = _getconf("LEVEL1_DCACHE_LINESIZE")
     if line is not None:
-        assert measured["line_bytes"] == line
-    assert measured["cache_bytes"]["llc"] >= measured["cache_bytes"]["l2"]
+        assert measured.fields["line_bytes"] == line
+    assert measured.fields["cache_bytes"]["llc"] >= measured.fields["cache_bytes"]["l2"]
 
 
 def test_probe_gives_a_valid_machine_with_its_curve(measured: dict) -> None:
-    assert check_machine(measured, "probe") is measured
-    assert measured["source"].startswith("measured by apmt machine probe on ")
-    curve = measured["probe"]
+    assert check_machine(measured.fields, "probe") == measured
+    assert measured.fields["source"].startswith("measured by apmt machine probe on ")
+    curve = measured.fields["probe"]
     assert curve["sizes"] == sorted(curve["sizes"])
     assert len(curve["sizes"]) == len(curve["ns_per_load"])
     assert curve["sizes"][0] == 4096 and curve["sizes"][-1] <= curve["max_bytes"]

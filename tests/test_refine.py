@@ -207,7 +207,7 @@ def test_frequency_control_reads_a_cpufreq_tree_and_restores_it(tmp_path: Path) 
 def counter_runs(planted: dict[str, tuple[float, float]], machine: dict) -> pd.DataFrame:
     """Counters of kernels with known CPI_core and BF_mem at three clocks (two ranks, 0.1%
     deterministic noise on the cycles)."""
-    latency, memory_ns = machine["latency_cycles"], machine["latency_ns"]["memory"]
+    latency, memory_ns = machine.fields["latency_cycles"], machine.fields["latency_ns"]["memory"]
     rows = []
     for index, (kernel, (core, blocking)) in enumerate(planted.items()):
         for ghz in (3.7, 2.8, 2.0):

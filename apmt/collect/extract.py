@@ -38,6 +38,7 @@ from apmt.collect.runner import (
 )
 from apmt.errors import ApmtError
 from apmt.inputs import is_number, shown
+from apmt.machine import Machine
 from apmt.study import Run, Study
 from apmt.tables import APP_KERNEL, TIME_METRIC, check_table, write_table, write_text_atomic
 
@@ -47,7 +48,7 @@ MAX_WALL_S = 1e9                                 # 30 years: a longer wall time 
 
 
 def extract(results_dir: str | Path, study: Study, backends: list[Backend] | None = None,
-            machine: dict | None = None,
+            machine: Machine | None = None,
             out_dir: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Read every finished run of the study; write and return (measurements, communication).
 
@@ -199,7 +200,7 @@ def around_launcher(info: dict) -> list[str]:
 
 
 def provenance(study: Study, runs: list[tuple[Run, list[Path]]], backends: list[Backend],
-               machine: dict | None) -> dict:
+               machine: Machine | None) -> dict:
     """Where the tables came from: the study, tools, hosts, versions and the runs."""
     timing = timing_pass(backends)
     infos = [(dirs, load_run_json(dirs[timing])) for _, dirs in runs]
@@ -219,7 +220,7 @@ def provenance(study: Study, runs: list[tuple[Run, list[Path]]], backends: list[
                      if app_time_measured(backends) else
                      "not measured: every pass ran under a simulator"),
         "trace_mpi": study.trace_mpi,
-        "machine": (machine or {}).get("name", study.machine),
+        "machine": machine.fields.get("name", study.machine) if machine else study.machine,
         "machine_file": study.machine,
         "hosts": sorted({info.get("host", "unknown") for _, info in infos}),
         "versions": infos[0][1].get("versions", {}) if infos else {},

@@ -28,6 +28,7 @@ from apmt.collect.runner import (
     stored_runs,
     with_machine,
 )
+from apmt.machine import Machine
 from apmt.probe import this_machine
 from apmt.study import Study, load_study, with_backend, with_p
 from apmt.tables import describe_table, write_text_atomic
@@ -40,7 +41,7 @@ class Profiled:
     """A study ready to run or extract: the checked study, its machine file and backends."""
 
     study: Study
-    machine: dict | None
+    machine: Machine | None
     backends: list[Backend]
 
 

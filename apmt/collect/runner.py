@@ -58,6 +58,7 @@ from apmt.collect.launch import (
     version_text,
 )
 from apmt.errors import ApmtError
+from apmt.machine import Machine, load_machine
 from apmt.study import (
     Run,
     Study,
@@ -134,7 +135,7 @@ class RunRecord:
 
 # ---------------------------------------------------------------------------- preparation
 
-def make_backends(study: Study, machine: dict | None = None) -> list[Backend]:
+def make_backends(study: Study, machine: Machine | None = None) -> list[Backend]:
     """The study's backend passes from the registry; none for backend ``none``."""
     if study.backend == "none":
         return []
@@ -164,11 +165,10 @@ def with_machine(study: Study, results_dir: Path,
     return replace(study, machine=chosen)
 
 
-def load_study_machine(study: Study) -> dict | None:
+def load_study_machine(study: Study) -> Machine | None:
     """The study's machine file, read and checked (None when the study names none)."""
     if study.machine is None:
         return None
-    from apmt.machine import load_machine
     try:
         return load_machine(study.machine)
     except ApmtError as error:

@@ -40,7 +40,7 @@ from apmt.diagnose.section import Finding, Section
 from apmt.diagnose.study import StudyData, read_study
 from apmt.errors import ApmtError
 from apmt.kernels import KEY_THRESHOLD, classify
-from apmt.machine import hertz
+from apmt.machine import Machine
 from apmt.series import points
 from apmt.tables import (
     APP_KERNEL,
@@ -249,21 +249,19 @@ class Bound:
         return not math.isnan(self.lcpi)
 
 
-def machine_value(machine: dict, key: str, config: Config) -> tuple[float, bool]:
+def machine_value(machine: Machine, key: str, config: Config) -> tuple[float, bool]:
     """A machine field such as ``latency_cycles.l1``, or lcpi.yaml's default (second value
     True). A field neither has is a bad input."""
-    value: object = machine
-    for part in key.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
+    value = machine.value(key)
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
         return float(value), False
     if key in config.defaults:
         return config.defaults[key][0], True
-    raise ApmtError(f"machine {machine.get('name', '?')}: field {key!r} is missing and "
+    raise ApmtError(f"machine {machine.fields.get('name', '?')}: field {key!r} is missing and "
                     "lcpi.yaml has no default for it")
 
 
-def overall(values: pd.Series, machine: dict | None) -> Bound:
+def overall(values: pd.Series, machine: Machine | None) -> Bound:
     """Cycles per instruction: counted cycles, else sampled time x frequency."""
     instructions = counted_value(values, "instructions")
     cycles = counted_value(values, "cycles")
@@ -271,8 +269,8 @@ def overall(values: pd.Series, machine: dict | None) -> Bound:
         return Bound(OVERALL, OVERALL, cycles / instructions, "cycles / instructions")
     time = counted_value(values, TIME_METRIC)
     if instructions and time and machine is not None:
-        ghz = float(machine["frequency_ghz"])
-        return Bound(OVERALL, OVERALL, time * hertz(machine) / instructions,
+        ghz = float(machine.frequency_ghz)
+        return Bound(OVERALL, OVERALL, time * machine.hertz / instructions,
                      f"time x {ghz:g} GHz / instructions (cycles derived: not counted)")
     missing = tuple(m for m, v in (("instructions", instructions), ("cycles or time",
                                    cycles or time)) if not v)
@@ -285,7 +283,7 @@ def counted_value(values: pd.Series, metric: str) -> float | None:
     return float(value) if value is not None and pd.notna(value) and value > 0 else None
 
 
-def category_bound(values: pd.Series, category: Category, machine: dict,
+def category_bound(values: pd.Series, category: Category, machine: Machine,
                    config: Config) -> Bound:
     """The category's upper bound from its first formula whose metrics were all measured."""
     instructions = counted_value(values, "instructions")
@@ -307,7 +305,7 @@ def category_bound(values: pd.Series, category: Category, machine: dict,
     return Bound(category.key, category.label, float("nan"), "", missing)
 
 
-def kernel_bounds(values: pd.Series, machine: dict | None, config: Config) -> list[Bound]:
+def kernel_bounds(values: pd.Series, machine: Machine | None, config: Config) -> list[Bound]:
     """Overall LCPI and every category's upper bound of one kernel."""
     bounds = [overall(values, machine)]
     if machine is None:
@@ -417,11 +415,11 @@ def sections(study_dir: str | Path, machine: str | Path | None = None,
 def _method_section(data: StudyData, config: Config, point: dict,
                     assessed: dict[str, list[Bound]]) -> Section:
     """How the numbers were made: machine, CPI derivation, formulas, defaults used."""
-    machine = data.machine or {}
-    latencies = ", ".join(f"{k} {v:g}" for k, v in machine["latency_cycles"].items())
+    machine = data.machine
+    latencies = ", ".join(f"{k} {v:g}" for k, v in machine.latency_cycles.items())
     findings = [Finding("info", f"assessed run: {describe_point(point)}; machine "
-                        f"{machine.get('name', '?')} ({data.machine_source}): "
-                        f"{machine['frequency_ghz']:g} GHz, latencies in cycles {latencies}")]
+                        f"{machine.fields.get('name', '?')} ({data.machine_source}): "
+                        f"{machine.frequency_ghz:g} GHz, latencies in cycles {latencies}")]
     bounds = [b for kernel in assessed.values() for b in kernel if b.measured]
     derived = sorted({b.formula for b in bounds
                       if b.category == OVERALL and "derived" in b.formula})

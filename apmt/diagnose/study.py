@@ -15,7 +15,7 @@ import pandas as pd
 from apmt import layout
 from apmt.diagnose.imbalance import oversubscribed
 from apmt.errors import ApmtError
-from apmt.machine import check_machine, load_machine
+from apmt.machine import Machine, load_machine
 from apmt.model import Model, load_model
 from apmt.tables import parameter_columns, read_json, read_table
 
@@ -29,7 +29,7 @@ class StudyData:
     params: list[str]
     provenance: dict                         # the measurements' sidecar ({} without one)
     model: Model | None
-    machine: dict | None
+    machine: Machine | None
     machine_source: str | None
     comm: pd.DataFrame | None = None
     predicted_p: list[float] = field(default_factory=list)
@@ -69,7 +69,7 @@ def _model(folder: Path) -> Model | None:
 
 
 def _machine(folder: Path, given: str | Path | None, provenance: dict,
-             model: Model | None) -> tuple[dict | None, str | None]:
+             model: Model | None) -> tuple[Machine | None, str | None]:
     """The given machine; else the provenance's (the file or shipped name the runs were
     measured with, or its name), the study file's, or the one stored in model.json."""
     if given is not None:
@@ -83,8 +83,8 @@ def _machine(folder: Path, given: str | Path | None, provenance: dict,
             return load_machine(named), "named by the study"
         except ApmtError as error:
             problem = problem or error
-    if model is not None and isinstance(model.machine, dict):
-        return check_machine(model.machine, str(folder / layout.MODEL)), "stored in model.json"
+    if model is not None and model.machine is not None:
+        return model.machine, "stored in model.json"
     if problem is not None:
         raise ApmtError(f"{folder / layout.MEASUREMENTS_PROVENANCE}: field 'machine': {problem} "
                         "(give one with --machine)")

@@ -30,7 +30,7 @@ from pathlib import Path
 import yaml
 
 from apmt.errors import ApmtError
-from apmt.machine import check_machine
+from apmt.machine import Machine, check_machine
 from apmt.tables import write_text_atomic
 
 log = logging.getLogger("apmt")
@@ -294,8 +294,8 @@ def _allowed_cpu() -> int:
 
 
 def probe_machine(name: str | None = None, max_bytes: int | None = None, quick: bool = False,
-                  frequency: float | str = "measured") -> dict:
-    """Measure this machine and return its machine-file dict (checked by check_machine).
+                  frequency: float | str = "measured") -> Machine:
+    """Measure this machine and return its machine file, checked (check_machine).
 
     max_bytes: largest working set (default 256 MiB; 128 MiB when quick). quick: short timing
     and fewer sweeps, for tests (a few seconds; the full probe takes about half a minute).
@@ -420,10 +420,10 @@ _Dumper.add_representer(
         "tag:yaml.org,2002:seq", data, flow_style=True))
 
 
-def write_machine(machine: dict, path: str | Path) -> None:
+def write_machine(checked: Machine, path: str | Path) -> None:
     """Write a machine file atomically, with a header saying how it was made and what the
     probe does not measure."""
-    check_machine(machine, str(path))
+    machine = checked.to_dict()
     source = machine.get("source", "written by apmt")
     about = (
         f"Machine file for apmt: {machine.get('description', machine['name'])}. "

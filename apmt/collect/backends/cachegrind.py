@@ -55,6 +55,7 @@ from apmt.collect.backends.perf import COLUMNS
 from apmt.collect.rank_exec import RANK_WORD
 from apmt.errors import ApmtError
 from apmt.inputs import read_text
+from apmt.machine import Machine
 from apmt.names import LOADER, MPI_NAME, UNKNOWN, function_name
 
 LEVELS = ("I1", "D1", "LL")
@@ -113,7 +114,8 @@ class Cache:
 
 
 def cache_geometry(machine: dict, source: str = "machine") -> tuple[dict[str, Cache], list[str]]:
-    """I1, D1 and LL from a machine dict, and notes on every default or adjustment used."""
+    """I1, D1 and LL from a machine file's mapping (Machine.to_dict), and notes on every
+    default or adjustment used."""
     sizes = machine.get("cache_bytes")
     if not isinstance(sizes, dict):
         raise ApmtError(f"{source}: cachegrind needs field 'cache_bytes' (l1d, llc) to pin "
@@ -275,11 +277,11 @@ class Cachegrind:
     name = "cachegrind"
     simulated = True
 
-    def __init__(self, machine: dict, metrics: list[str] | None = None,
+    def __init__(self, machine: Machine, metrics: list[str] | None = None,
                  source: str = "machine") -> None:
-        self.caches, self.notes = cache_geometry(machine, source)
-        self.machine_name = str(machine.get("name", source))
-        self.three_levels = "l2" in (machine.get("cache_bytes") or {})
+        self.caches, self.notes = cache_geometry(machine.to_dict(), source)
+        self.machine_name = str(machine.fields.get("name", source))
+        self.three_levels = "l2" in machine.group("cache_bytes")
         available = [m for m in METRICS if not (m == "llc_hits" and self.three_levels)]
         asked = list(MEASURABLE_METRICS) if metrics is None else list(metrics)
         self.metrics = [m for m in available if m in asked]

@@ -24,11 +24,12 @@ from apmt.collect.backends.base import Backend
 from apmt.collect.backends.cachegrind import Cachegrind
 from apmt.collect.backends.perf import PerfClock, PerfEvents
 from apmt.errors import ApmtError
+from apmt.machine import Machine
 
 BACKENDS = ("perf-events", "perf-clock", "cachegrind", "auto")
 
 
-def make_backend(name: str, machine: dict | None, metrics: list[str] | None, *,
+def make_backend(name: str, machine: Machine | None, metrics: list[str] | None, *,
                  mode: str = "split", event_file: str | Path | None = None,
                  period: int | None = None, frequency: int | None = None,
                  cpuinfo: str | None = None, pmu: bool | None = None) -> list[Backend]:
@@ -56,12 +57,12 @@ def make_backend(name: str, machine: dict | None, metrics: list[str] | None, *,
     return backends
 
 
-def cachegrind_backend(machine: dict | None, metrics: list[str] | None) -> Cachegrind:
+def cachegrind_backend(machine: Machine | None, metrics: list[str] | None) -> Cachegrind:
     if machine is None:
         raise ApmtError("cachegrind needs a machine file (its cache_bytes pin the simulated "
                         "caches); the study names none")
     counters = None if metrics is None else [m for m in metrics if m != "time"]
-    return Cachegrind(machine, counters, str(machine.get("name", "machine")))
+    return Cachegrind(machine, counters, str(machine.fields.get("name", "machine")))
 
 
 def perf_event_backends(metrics: Sequence[str] | None, *, mode: str = "split",
