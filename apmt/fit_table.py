@@ -16,7 +16,7 @@ step back):
   its series' own cross-validated error plus the table's typical backtest error, calibrate a
   multiplier by the split-conformal rule (the ceil((n + 1) * 0.9)-th smallest of n); a
   series' interval at one step beyond its data is that multiplier times its own error scale,
-  and it widens in proportion to the log distance (apmt.fit.SeriesFit.beyond).
+  and it widens with the log distance (apmt.fit.SeriesFit.beyond).
 
 Fits run in parallel processes when there are many series.
 """
@@ -278,13 +278,14 @@ def power_law_forecast(series: SeriesData, target: dict[str, np.ndarray]) -> np.
 
 def calibrate(fits: dict[tuple, SeriesFit], errors: dict[tuple, float],
               data: dict[tuple, SeriesData]) -> dict:
-    """Set every fit's interval scale beyond the data from the table's backtest errors.
+    """Set every fit's interval widths beyond the data from the table's backtest errors.
 
-    A series' error scale is its cross-validated error plus the table's typical (median)
-    backtest error, so that no series is taken for more certain than the table's typical
-    one showed to be; the multiplier is the split-conformal quantile of the backtests'
-    errors in those units. The step is the series' own last step of the primary variable,
-    the distance its backtest predicted over."""
+    A series' error scale is its cross-validated error (its noise) plus the table's typical
+    (median) backtest error (its drift), so that no series is taken for more certain than
+    the table's typical one showed to be; the multiplier is the split-conformal quantile of
+    the backtests' errors in those units, and each part times it is the series' width one
+    step out (apmt.fit.SeriesFit.beyond says how it grows farther). The step is the series'
+    own last step of the primary variable, the distance its backtest predicted over."""
     if not errors:
         return {"backtests": 0}
     typical = float(np.median(list(errors.values())))
@@ -296,7 +297,7 @@ def calibrate(fits: dict[tuple, SeriesFit], errors: dict[tuple, float],
     multiplier = float(ratios[min(rank, len(ratios)) - 1])
     for key, fit in fits.items():
         levels = data[key].levels
-        fit.scale = multiplier * (fit.sigma + typical)
+        fit.noise_width, fit.drift_width = multiplier * fit.sigma, multiplier * typical
         fit.step = float(np.log(levels[-1] / levels[-2]))
     return {"backtests": len(errors), "typical_error": typical, "multiplier": multiplier,
             "median_backtest_ratio": float(np.median(ratios))}

@@ -36,17 +36,13 @@ in how many series apmt's choice needed fewer (apmt_fewer) and more (apmt_more) 
 two-sided sign test of those counts (sign_p: the chance of a split at least as uneven if
 neither needed fewer runs more often).
 
-Measured with the calibrated intervals (intervals that widen with the log distance beyond
-the data by each table's forward-prediction error; 2-core VM; the published sets and one
-realization of the LAMMPS pools, 4 min 32 s with the profiling; 133 series need refining at
-10%, 124 at 20%): apmt's choice needs 1.80 and 1.44 runs on average; next_doubling 2.16 and
-1.86 (apmt fewer in 39 series, more in 5; 32 and 3; sign_p < 0.001), midpoint 2.12 and 1.66
-(34 and 5; 28 and 4; < 0.001), largest 1.80 and 1.44 (1 and 1; 0 and 0): the widest interval
-is at the largest candidate, so the rule does what "largest" does and no better.
-target_width needs more runs (1.93 and 1.60). Before the calibration, over three LAMMPS
-realizations, the same held (2.31 and 1.93 runs; largest 2.33 and 1.92); one realization
-alone misled there: midpoint needed fewer runs than apmt on the LAMMPS counters of one
-profile, more on each of three others.
+Measured with the intervals calibrated on each series' backtests (apmt.fit_table; 2-core VM;
+the published sets, mm's 9 sizes and the three bundled LAMMPS sets of 10 P, 3 minutes; 172
+series need refining at 10%, 126 at 20%): apmt's choice needs 1.76 and 1.64 runs on average;
+next_doubling 2.40 and 2.16 (apmt fewer in 66 series, more in 7; 39 and 6; sign_p < 0.001),
+midpoint 2.09 and 1.94 (42 and 8; 32 and 5; < 0.001), largest 1.74 and 1.64 (1 and 2; 0 and
+0): the widest interval is at the largest candidate, so the rule does what "largest" does.
+target_width needs more runs (1.98 and 1.81).
 """
 
 from __future__ import annotations

@@ -132,20 +132,24 @@ def test_the_intervals_multiplier_is_the_conformal_rank() -> None:
     rank = math.ceil(21 * 0.9)
     assert table.calibration["multiplier"] == pytest.approx(sorted(ratios)[rank - 1])
     fit = table.fits[("f0",)]
-    assert fit.scale == pytest.approx(table.calibration["multiplier"]
-                                      * (fit.sigma + table.calibration["typical_error"]))
+    multiplier = table.calibration["multiplier"]
+    assert fit.noise_width == pytest.approx(multiplier * fit.sigma)
+    assert fit.drift_width == pytest.approx(multiplier * table.calibration["typical_error"])
     assert fit.step == pytest.approx(np.log(8 / 6))
 
 
 def test_intervals_grow_with_the_distance_beyond_the_data() -> None:
+    """One step out, the backtests' width; farther, the noise adds up like independent
+    errors (with the square root of the steps) and the typical error like a slope's."""
     rng = np.random.default_rng(2)
     shapes = {f"f{i}": (5.0 + 100.0 / P) * np.exp(rng.normal(0, 0.05, len(P)))
               for i in range(10)}
     fit = fit_table(planted(shapes)).fits[("f3",)]
-    widths = [np.log(upper / lower)[0] for _, lower, upper in
-              (fit.predict({"p": np.array([p])}) for p in (16.0, 64.0, 256.0))]
-    assert widths[0] < widths[1] < widths[2]
-    assert widths[2] / widths[0] == pytest.approx(np.log(32) / np.log(2), rel=0.01)
+    for target in (16.0, 64.0, 256.0):
+        _, lower, upper = fit.predict({"p": np.array([target])})
+        steps = np.log(target / 8.0) / np.log(8.0 / 6.0)
+        expected = fit.noise_width * np.sqrt(steps) + fit.drift_width * steps
+        assert np.log(upper / lower)[0] == pytest.approx(2 * expected, rel=1e-9)
 
 
 def test_real_collectives_are_covered(measured_data: Path) -> None:
@@ -162,10 +166,11 @@ def test_real_collectives_are_covered(measured_data: Path) -> None:
 def test_a_model_file_before_the_backtests_keeps_its_widening() -> None:
     fit = fit_series({"p": P}, 5.0 + 100.0 / P)
     stored = fit.to_dict()
-    for name in ("scale", "step"):
+    for name in ("noise_width", "drift_width", "step"):
         del stored[name]
     stored["drift"] = 0.5
     old = SeriesFit.from_dict(stored)
-    assert old.step == 1.0 and old.scale == pytest.approx(1.6449 * 0.5, rel=1e-4)
-    _, lower, upper = old.predict({"p": np.array([8.0 * np.e])})
-    assert np.log(upper / lower)[0] == pytest.approx(2 * old.scale, rel=1e-6)
+    assert old.step == 1.0 and old.noise_width == 0.0
+    assert old.drift_width == pytest.approx(1.6449 * 0.5, rel=1e-4)
+    _, lower, upper = old.predict({"p": np.array([8.0 * np.e**2])})
+    assert np.log(upper / lower)[0] == pytest.approx(2 * 2 * old.drift_width, rel=1e-6)
