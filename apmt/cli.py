@@ -684,28 +684,20 @@ def describe_app_rows(table: pd.DataFrame, params: list[str]) -> str:
 def run_evaluate(args: argparse.Namespace) -> None:
     """Hold out runs, fit on the rest with apmt and the baselines, and report the errors;
     for measurements, also validate the assembled model and decide on refinement."""
-    from apmt.evaluate import evaluate, summary, validate, with_validation, without_new_runs
+    from apmt.evaluate import evaluate_table, summary
 
     _check_writable_format(args.output)
     kind = table_kind(args.table)
     table, params, per_rank = _read_with_params(args, args.table, kind)
-    baselines = [name.strip() for name in args.baselines.split(",") if name.strip()]
-    series = table
-    if args.metrics and kind == "measurements":
-        series = table[table["metric"].isin(args.metrics.split(","))]
-        if series.empty:
-            raise ApmtError(f"{args.table}: no series of metric(s) {args.metrics!r}")
-    result = evaluate(series, kind, params, args.holdout, baselines, str(args.table), per_rank)
-    decision = None
-    if kind == "measurements":
-        comm, options = _model_inputs(args, params, per_rank)
-        rows, decision = validate(table, params, args.holdout, args.tolerance, str(args.table),
-                                  comm, **options)
-        result = with_validation(result, rows)
-        if (_read_sidecar(args.table) or {}).get("command") == "import":
-            decision = without_new_runs(decision, "apmt cannot make runs of imported profiles "
-                                                  "(profile the application with a study file "
-                                                  "to refine it)")
+    comm, options = _model_inputs(args, params, per_rank) if kind == "measurements" \
+        else (None, None)
+    result, decision = evaluate_table(
+        table, kind, params, args.holdout,
+        [name.strip() for name in args.baselines.split(",") if name.strip()], str(args.table),
+        per_rank, metrics=args.metrics.split(",") if args.metrics else None,
+        tolerance=args.tolerance, comm=comm,
+        imported=(_read_sidecar(args.table) or {}).get("command") == "import",
+        model_options=options)
     output_table(result, args.output)
     if decision is not None and args.validation is not None:
         write_text_atomic(json.dumps(decision, indent=1) + "\n", args.validation)

@@ -11,7 +11,7 @@ The output is the ``evaluation`` table documented in apmt.tables.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -87,6 +87,34 @@ def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
                           if one.external)], ignore_index=True)
     result["ape"] = 100.0 * np.abs(result["predicted"] - result["measured"]) / result["measured"]
     return result
+
+
+def evaluate_table(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
+                   baselines: list[str], source: str,
+                   per_rank_params: frozenset[str] = frozenset(), *,
+                   metrics: list[str] | None = None, tolerance: float = 0.1,
+                   comm: pd.DataFrame | None = None, imported: bool = False,
+                   model_options: Mapping | None = None) -> tuple[pd.DataFrame, dict | None]:
+    """``apmt evaluate``: the errors of every series (of ``metrics`` only, when given) and,
+    for a measurements table, the assembled model's validation rows beside them with the
+    refinement decision; profiles that were ``imported`` cannot get new runs, which the
+    decision says. Returns the evaluation table and the decision (None for a communication
+    table). ``model_options``: build_model's, for the validation."""
+    series = table
+    if metrics and kind == "measurements":
+        series = table[table["metric"].isin(metrics)]
+        if series.empty:
+            raise ApmtError(f"{source}: no series of metric(s) {','.join(metrics)!r}")
+    result = evaluate(series, kind, params, holdout, baselines, source, per_rank_params)
+    if kind != "measurements":
+        return result, None
+    rows, decision = validate(table, params, holdout, tolerance, source, comm,
+                              **(model_options or {}))
+    if imported:
+        decision = without_new_runs(decision, "apmt cannot make runs of imported profiles "
+                                              "(profile the application with a study file "
+                                              "to refine it)")
+    return with_validation(result, rows), decision
 
 
 def summary(evaluation: pd.DataFrame) -> pd.DataFrame:
