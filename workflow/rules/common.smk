@@ -418,6 +418,11 @@ def round_frequency_table(wildcards) -> list[str]:
     return [round_file(FREQUENCY, wildcards.study, wildcards.round)]
 
 
+def round_frequency_record(wildcards) -> list[str]:
+    """The frequency table's sidecar (whether the frequency changed), which the round reads."""
+    return [str(layout.sidecar(path)) for path in round_frequency_table(wildcards)]
+
+
 def frequency_table_option(wildcards, input) -> str:
     return shlex.join(["--frequency-table", input.frequency[0]]) if input.frequency else ""
 
@@ -528,6 +533,13 @@ def machine_option(wildcards) -> str:
         return ""
     machine = profiled_study(wildcards.study).machine
     return shlex.join(["--machine", machine]) if machine else ""
+
+
+def machine_file(wildcards) -> list[str]:
+    """The study's machine file, when it names a file rather than a shipped machine: the
+    fit, the evaluation and the rounds read it."""
+    machine = profiled_study(wildcards.study).machine if wildcards.study in PROFILED else None
+    return [machine] if machine and Path(machine).is_file() else []
 
 
 def kernel_options(wildcards) -> str:

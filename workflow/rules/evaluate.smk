@@ -9,6 +9,7 @@ rule evaluate_model:
         comm=comm_table,
         # where the table came from: an imported one cannot be refined with new runs
         provenance=study_file(MEASUREMENTS_PROVENANCE),
+        machine=machine_file,
     output:
         evaluation=report(
             study_file(EVALUATION),

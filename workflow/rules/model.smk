@@ -7,6 +7,7 @@ rule fit_model:
         comm=comm_table,
         provenance=study_file(MEASUREMENTS_PROVENANCE),
         frequency_solution=accepted_frequency_solution,
+        machine=machine_file,
     output:
         model=report(
             study_file(MODEL),

@@ -15,6 +15,8 @@ checkpoint refine_round:
         comm=round_comm,
         previous=previous_decisions,
         frequency=round_frequency_table,
+        frequency_record=round_frequency_record,
+        machine=machine_file,
         # the P its application accepts (accepts_p): refinement proposes only those
         study=profile_study_file,
     output:
