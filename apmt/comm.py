@@ -88,7 +88,8 @@ def operation_series(key: tuple, rows: pd.DataFrame, params: list[str], source: 
     series["time"] = SeriesData(values, target.to_numpy(float), tuple(variables),
                                 preferred=hockney_shape)
     return ({"op": op, "key": list(key), "kind": kind, "volume": volume if has_volume else None,
-             "uses_volume": "s" in values, "volume_unit": unit}, series)
+             "uses_volume": "s" in values, "volume_unit": unit,
+             "alone": bool((rows["p"] == 1).any())}, series)
 
 
 def fit_operations(comm: pd.DataFrame, params: list[str], source: str
@@ -161,6 +162,9 @@ class Operation:
     uses_volume: bool
     volume_unit: float
     fits: dict[str, SeriesFit]
+    # whether a single process's run measured time in it; if not, its time at P = 1 is 0
+    # (a single process has no peer), not its fits' extrapolation below their range
+    alone: bool = True
 
     @property
     def name(self) -> str:
@@ -172,15 +176,17 @@ class Operation:
         """Per-rank time of the operation at the points, with its 90% interval.
 
         ``volume_ratio`` scales the bytes (for a larger problem size, as in paper 000, 4.2).
+        At P = 1 an operation no single process's run spent time in takes none.
         """
         inputs = dict(values)
         if self.uses_volume:
             inputs["s"] = self.fits["volume"].predict(values)[0] * volume_ratio / self.volume_unit
-        time, low, high = self.fits["time"].predict(inputs)
-        if self.kind == "p2p":
-            return time, low, high
-        calls, calls_low, calls_high = self.fits["calls"].predict(values)
-        return time * calls, low * calls_low, high * calls_high
+        bounds = self.fits["time"].predict(inputs)
+        if self.kind != "p2p":
+            calls = self.fits["calls"].predict(values)
+            bounds = tuple(a * b for a, b in zip(bounds, calls, strict=True))
+        silent = (np.asarray(values["p"], float) == 1) & (not self.alone)
+        return tuple(np.where(silent, 0.0, side) for side in bounds)
 
     def describe(self) -> str:
         """The fitted time model as a formula, for reports."""
@@ -191,14 +197,15 @@ class Operation:
         return f"{self.name} ({self.kind}): time {per}= {fit.function}{in_units}"
 
     def to_dict(self) -> dict:
-        return {**{name: getattr(self, name) for name in OPERATION_FIELDS},
+        return {**{name: getattr(self, name) for name in OPERATION_FIELDS}, "alone": self.alone,
                 "fits": {role: fit.to_dict() for role, fit in self.fits.items()}}
 
     @staticmethod
     def from_dict(data: dict) -> Operation:
         return Operation(**{name: data[name] for name in OPERATION_FIELDS},
                          fits={role: SeriesFit.from_dict(fit)
-                               for role, fit in data["fits"].items()})
+                               for role, fit in data["fits"].items()},
+                         alone=data.get("alone", True))
 
 
 OPERATION_FIELDS = ("op", "key", "kind", "volume", "uses_volume", "volume_unit")

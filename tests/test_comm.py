@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from apmt.comm import comm_points, fit_operations, kind_of
+from apmt.comm import Operation, comm_points, fit_operations, kind_of
 from apmt.ingest import import_profiles
 from apmt.model import build_model, load_model, save_model
 from apmt.predict import predict
-from apmt.tables import check_table
+from apmt.tables import check_table, read_table
 
 P = np.array([4, 8, 16, 32, 64])
 TARGET = {"p": np.array([1024.0])}
@@ -171,3 +171,17 @@ def test_real_collectives_extrapolate_to_512(measured_data: Path) -> None:
         predicted, lower, upper = (float(v[0]) for v in operation.predict(at_512))
         assert predicted > 0, operation.key
         assert lower <= predicted <= upper, operation.key
+
+
+def test_a_single_process_does_not_communicate(measured_data: Path) -> None:
+    """LAMMPS' MPI operations took no time in its single-process runs: at P = 1 they predict
+    none, not their fits' extrapolation below the measured P (MPI_Send's came to 2.8 s in a
+    2.7 s run); at the measured P > 1 they still predict time."""
+    comm = read_table(measured_data / "lammps/p1-32/comm.csv", "communication")
+    operations, _, _ = fit_operations(comm[comm["p"] <= 8], ["size"], "lammps")
+    values = {"p": np.array([1.0, 4.0]), "size": np.array([0.6, 0.6])}
+    send = next(operation for operation in operations if operation.op == "MPI_Send")
+    assert not send.alone
+    for side in send.predict(values):
+        assert side[0] == 0.0 and side[1] > 0.0
+    assert Operation.from_dict(send.to_dict()).alone is False
