@@ -5,7 +5,10 @@ The mapping from metric to event is data: one YAML file per CPU family in
 to (vendor, family and model as /proc/cpuinfo gives them), the number of general-purpose
 counters, and per metric the event(s) perf knows on that family; a metric that needs two
 events says ``combine: sum``. A metric a family cannot count is absent and reported as not
-measured. ``generic.yaml`` (perf's generic events) serves any CPU without a file of its own.
+measured; so is one whose event perf knows but the kernel cannot count on this machine
+(``perf stat`` prints ``<not supported>``, e.g. in a virtual machine that passes on only some
+events): ``stat_metrics`` turns such a row into a note, never a number. ``generic.yaml``
+(perf's generic events) serves any CPU without a file of its own.
 
 Counters are few (4 per logical CPU on Intel with Hyper-Threading, 6 on AMD Zen), so the events
 of a study are scheduled into passes. ``split`` (the default, as PerfExpert does) runs the
@@ -40,6 +43,9 @@ MAX_COUNTERS = 64              # hardware counters (or counter slots) of one log
 REFERENCE_METRIC = "cycles"
 CPUINFO = Path("/proc/cpuinfo")
 _MODIFIERS = re.compile(r":[ukhIGHpPSDWeb]+$")
+NOT_COUNTED, NOT_SUPPORTED = "<not counted>", "<not supported>"
+STAT_WORDS = (NOT_COUNTED, NOT_SUPPORTED)       # what perf stat prints instead of a count
+_STAT_NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?")
 
 
 @dataclass(frozen=True)
@@ -122,16 +128,84 @@ def pmu_answers(timeout: float = 20.0) -> tuple[bool, str]:
 
 
 def parse_stat_answer(text: str) -> tuple[bool, str]:
-    """Read ``perf stat -x,`` output: value,unit,event,... per line."""
-    for line in text.splitlines():
-        fields = line.split(",")
-        if len(fields) >= 3 and fields[2].startswith("instructions"):
-            value = fields[0].strip()
-            if value.replace(".", "", 1).isdigit():
-                return True, f"perf stat counted {value} instructions"
-            return False, f"perf stat -e instructions: {value or 'no value'}"
+    """Whether ``perf stat -x, -e instructions`` output holds a count of instructions."""
+    for row in parse_stat(text):
+        if event_key(row.event) == "instructions":
+            if row.value is not None:
+                return True, f"perf stat counted {row.value:.0f} instructions"
+            return False, f"perf stat -e instructions: {row.status}"
     lines = [line for line in text.splitlines() if line.strip()]
     return False, f"perf stat -e instructions: {lines[0] if lines else 'no output'}"
+
+
+# ---------------------------------------------------------------- perf stat counts
+
+
+@dataclass(frozen=True)
+class StatRow:
+    """One event's line of ``perf stat -x,``: its count, or perf's word for why it has none."""
+
+    event: str                 # as perf printed it (modifiers included)
+    value: float | None        # None when perf printed <not counted> or <not supported>
+    status: str                # "" when counted, else perf's <not counted> / <not supported>
+    running: float             # % of the measured time the event was on a counter
+
+
+@dataclass(frozen=True)
+class StatMetric:
+    """One metric from ``perf stat`` rows: the sum of its events' counts, or a note why not."""
+
+    value: float | None
+    status: str                # "" when counted, else the first of its events' statuses
+    note: str = ""
+
+
+def parse_stat(text: str, source: str = "perf stat") -> list[StatRow]:
+    """The event rows of ``perf stat -x,`` output (perf-stat(1), CSV FORMAT: value, unit,
+    event, run time, percentage of time counted, then optional metric value and unit). Other
+    lines (perf's messages, comments) are not rows; a row whose count is not a number or one
+    of perf's two words is an error naming the line."""
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) < 5 or not fields[2] or not _STAT_NUMBER.fullmatch(fields[3]) \
+                or not _STAT_NUMBER.fullmatch(fields[4]):
+            continue
+        value = fields[0]
+        if value not in STAT_WORDS and not _STAT_NUMBER.fullmatch(value):
+            raise ApmtError(f"{source}: line {number}: count {value!r} of event {fields[2]!r} "
+                            f"is not a number, {' nor '.join(STAT_WORDS)}")
+        counted = value not in STAT_WORDS
+        rows.append(StatRow(fields[2], float(value) if counted else None,
+                            "" if counted else value, float(fields[4])))
+    return rows
+
+
+def stat_metrics(rows: Sequence[StatRow], metrics: Mapping[str, MetricEvents]
+                 ) -> dict[str, StatMetric]:
+    """apmt's metrics from ``perf stat`` rows: each metric the sum of its events (the rows of
+    one event on a hybrid CPU's two PMUs add up). A metric one of whose events perf did not
+    count has no value but a note naming the event and perf's word: a partial sum is not the
+    metric, and no count is not zero. An event perf counted part of the time (multiplexing)
+    is scaled by perf; the note says so."""
+    by_event: dict[str, list[StatRow]] = {}
+    for row in rows:
+        by_event.setdefault(event_key(row.event), []).append(row)
+    out = {}
+    for metric, entry in metrics.items():
+        total, notes, status = 0.0, [], ""
+        for event in entry.events:
+            found = by_event.get(event_key(event), [])
+            counted = [r for r in found if r.value is not None]
+            if not counted:
+                status = status or (found[0].status if found else "<no row>")
+                notes.append(f"{event}: {found[0].status if found else 'perf printed no row'}")
+                continue
+            total += sum(r.value for r in counted)
+            notes += [f"{r.event}: counted {r.running:g}% of the time, scaled by perf"
+                      for r in counted if r.running < 100]
+        out[metric] = StatMetric(None if status else total, status, "; ".join(notes))
+    return out
 
 
 def perf_event_paranoid(path: Path = Path("/proc/sys/kernel/perf_event_paranoid")) -> int | None:

@@ -479,10 +479,13 @@ class PerfEvents:
         self.period, self.cpu = period, cpu
         self.not_measured = sorted(set(not_measured))
         self.modifier = ""
+        self.unsupported: dict[str, str] = {}     # metric -> why perf cannot count it here
 
     @property
     def metrics(self) -> dict[str, cpumod.MetricEvents]:
-        return self.plan.passes[self.index]
+        """The pass's metrics, less those ``check`` found perf cannot count on this CPU."""
+        return {m: e for m, e in self.plan.passes[self.index].items()
+                if m not in self.unsupported}
 
     def stem(self) -> str:
         return f"perf.{self.index}"
@@ -502,7 +505,13 @@ class PerfEvents:
         if not answers:
             raise ApmtError(f"perf-events: no hardware PMU answers here ({why}); use backend "
                             f"'auto' (cpu-clock time and cachegrind counts) instead")
-        check_events_accepted(self.events())
+        rows = check_events_accepted(self.events())
+        counts = cpumod.stat_metrics(rows, self.metrics)
+        self.unsupported = {m: c.note for m, c in counts.items()
+                            if c.status == cpumod.NOT_SUPPORTED}
+        if not self.metrics:
+            raise ApmtError(f"perf-events: no metric of pass {self.index} can be counted on "
+                            f"this CPU ({'; '.join(self.unsupported.values())})")
 
     def options(self) -> list[str]:
         options: list[str] = []
@@ -551,12 +560,14 @@ class PerfEvents:
             "pass": self.index, "passes": len(self.plan.passes),
             "events": {m: list(e.events) for m, e in self.metrics.items()},
             "combine": {m: "sum" for m, e in self.metrics.items() if len(e.events) > 1},
-            "notes": {m: e.note for m, e in self.metrics.items() if e.note},
+            "notes": {**{m: e.note for m, e in self.metrics.items() if e.note},
+                      **{m: f"not supported on this CPU: {why}"
+                         for m, why in self.unsupported.items()}},
             "reference": (f"{self.plan.reference} in every pass, reported from pass 0"
                           if self.plan.reference and self.plan.mode == "split" else None),
             "period": self.period if self.period else "perf's default per event",
             "user_space_only": self.modifier == "u",
-            "not_measured": self.not_measured,
+            "not_measured": sorted({*self.not_measured, *self.unsupported}),
             "multiplexed": self.plan.multiplexed,
             "attribution": "per function by sampling: the sum of sample periods estimates "
                            "each function's count" + (
@@ -566,9 +577,11 @@ class PerfEvents:
         }
 
 
-def check_events_accepted(events: list[str], timeout: float = 30.0) -> None:
+def check_events_accepted(events: list[str], timeout: float = 30.0) -> list[cpumod.StatRow]:
     """Ask perf to count the events once (``perf stat ... true``); raise one line naming an
-    event perf rejects or cannot count on this CPU."""
+    event perf does not know on this CPU. perf's rows are returned: an event it knows but
+    the kernel cannot count here (``<not supported>``, e.g. in a virtual machine that passes
+    on only some events) is the caller's to report as not measured."""
     command = ["perf", "stat", "-x", ","]
     for event in events:
         command += ["-e", event]
@@ -577,19 +590,18 @@ def check_events_accepted(events: list[str], timeout: float = 30.0) -> None:
     problem = stat_problem(done.stderr, done.returncode, events)
     if problem:
         raise ApmtError(f"perf-events: {problem}")
+    return cpumod.parse_stat(done.stderr, "perf stat")
 
 
 def stat_problem(text: str, returncode: int, events: list[str]) -> str:
-    """What is wrong with ``perf stat -x,`` output for these events, or '' if nothing."""
+    """What keeps perf from counting these events at all (an event it does not know, a
+    failed run), or '' if nothing; a ``<not supported>`` row is perf's answer for one event,
+    read by ``cpu.parse_stat``."""
     syntax = re.search(r"event syntax error: '([^']*)'", text)
     if syntax:
         reason = re.search(r"\\___\s*(.+)", text)
         why = f" ({reason[1].strip()})" if reason else ""
         return f"perf does not accept event {syntax[1]!r} on this CPU{why}"
-    for line in text.splitlines():
-        fields = line.split(",")
-        if len(fields) >= 3 and fields[0].strip() == "<not supported>":
-            return f"event {fields[2].strip()!r} is not supported on this CPU"
     if returncode != 0:
         lines = [line for line in text.splitlines() if line.strip()]
         return f"perf stat failed on {', '.join(events)}: {lines[-1] if lines else returncode}"
