@@ -90,7 +90,8 @@ def _shapes(points: Points) -> list[Shape]:
 
 def _solve(shape: Shape, points: Points) -> tuple[np.ndarray, float] | None:
     """Nonnegative least squares of the relative errors for one shape: the coefficients and
-    the residual norm; None when the columns are dependent (the points cannot tell them)."""
+    the residual norm; None when the columns are dependent (the points cannot tell them) or
+    the overhead o comes out negative."""
     design = shape.hypothesis().design(inputs(shape, points.values, points.calls,
                                               points.bytes))
     weighted = design / points.time[:, None]
@@ -98,7 +99,11 @@ def _solve(shape: Shape, points: Points) -> tuple[np.ndarray, float] | None:
     if np.any(scale <= 0) or np.linalg.matrix_rank(weighted / scale) < weighted.shape[1]:
         return None
     scaled, residual = optimize.nnls(weighted / scale, np.ones(len(points.time)))
-    return scaled / scale, float(residual)
+    coefficients = scaled / scale
+    if shape.interior and shape.calls_vary and \
+            coefficients[1] < coefficients[2] * (shape.kink - 1.0):
+        return None            # o = g - (K - 1) G < 0: no message can cost less than nothing
+    return coefficients, float(residual)
 
 
 def _refined(shape: Shape, points: Points) -> Shape:
@@ -110,9 +115,11 @@ def _refined(shape: Shape, points: Points) -> Shape:
     above = sizes[np.searchsorted(sizes, shape.kink)]
     below = sizes[np.searchsorted(sizes, shape.kink) - 1]
 
+    infeasible = np.sqrt(len(points.time)) + 1.0     # worse than no fit at all (all zeros)
+
     def residual(kink: float) -> float:
         result = _solve(Shape(kink, shape.calls_vary), points)
-        return np.inf if result is None else result[1]
+        return infeasible if result is None else result[1]
 
     best = optimize.minimize_scalar(residual, bounds=(below, above), method="bounded")
     return Shape(float(best.x), shape.calls_vary) if best.fun <= residual(shape.kink) else shape
