@@ -3,7 +3,10 @@
 Per operation (and MPI library, when a table mixes several) and run, the communication table
 is reduced to per-rank means: calls, bytes and time. Then
 - point-to-point: time = a * s_tot + b, with s_tot the bytes per rank (Hockney over the total
-  volume); waits and tests move no bytes of their own and are fitted over P alone;
+  volume), or LogGP's L + n * max(g, o + (s - 1) G) over the calls n and the bytes per call s
+  (apmt.loggp) where its cross-validated error beats Hockney's by more than one standard
+  error (the rule that chooses the fits' shapes, preferring the simpler Hockney); waits and
+  tests move no bytes of their own and are fitted over P alone;
 - collectives: time per call = a * log P + b * s + c, with s the bytes per call.
 The P term is the Hockney log P unless cross-validation shows that another shape of the fit
 family predicts the left-out runs better (real collectives switch algorithms with P). The
@@ -19,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from apmt.fit import Hypothesis, SeriesFit
+from apmt import loggp
+from apmt.fit import SHAPE_LEVELS, Hypothesis, SeriesFit, folds_for, within_one_se
 from apmt.fit_table import SeriesData, fit_table
 from apmt.series import MIN_DISTINCT_P, UnfittableSeries, check_series, per_run
 
@@ -126,9 +130,59 @@ def fit_operations(comm: pd.DataFrame, params: list[str], source: str
         for name, reason in fitted.left_out.items():
             left_out.append((name, f"no plausible fit of its {role} ({reason})"))
         notes += [f"MPI operations' {role}: {note}" for note in fitted.notes]
-    complete = [Operation(**meta, fits=fits[name]) for name, (meta, series) in operations.items()
-                if set(fits[name]) == set(series)]
-    return complete, sorted(set(left_out)), notes
+    complete = [compete(Operation(**meta, fits=fits[name]), series)
+                for name, (meta, series) in operations.items() if set(fits[name]) == set(series)]
+    return complete, sorted(set(left_out)), notes + competition_notes(complete)
+
+
+def compete(operation: Operation, series: dict[str, SeriesData]) -> Operation:
+    """A point-to-point operation's time by LogGP (apmt.loggp) instead of its Hockney fit
+    when LogGP's cross-validated error (the same folds, on the same points: those from the
+    regime's start) lies more than one paired standard error below Hockney's, the rule
+    that chose the fit's shape, with Hockney as the simpler. As there, fewer than
+    SHAPE_LEVELS values of P cannot tell shapes apart: LogGP does not compete then. Both
+    errors are the folds' |mean ln(prediction / measured)|. The operation records the
+    competition either way."""
+    if operation.kind != "p2p" or "volume" not in series:
+        return operation
+    hockney = operation.fits["time"]
+    base = series["calls"].values
+    points = loggp.Points(base, series["calls"].y, series["volume"].y, series["time"].y)
+    points = points.where(base["p"] >= hockney.domain["p"][0])
+    if len(np.unique(points.values["p"])) < SHAPE_LEVELS:
+        return operation
+    result = loggp.series_fit(points, hockney)
+    if result is None:
+        return operation
+    fit, shape = result
+    folds = [fold for fold in folds_for(points.values["p"])
+             if fold.label in fit.fold_bias and fold.label in hockney.fold_bias]
+    if not folds:
+        return operation
+    errors = np.abs([[model.fold_bias[fold.label] for fold in folds] for model in (hockney, fit)])
+    score, within = within_one_se(errors, np.array([fold.weight for fold in folds]))
+    operation.loggp = {"shape": {"kink": shape.kink, "calls_vary": shape.calls_vary},
+                       "parameters": loggp.parameters(shape, fit.coefficients),
+                       "meaning": loggp.MEANING, "function": fit.function,
+                       "cv_error": float(np.expm1(score[1])),
+                       "hockney_cv_error": float(np.expm1(score[0])),
+                       "hockney_function": hockney.function}
+    if not within[0]:
+        operation.time_model = "loggp"
+        operation.fits["time"] = fit
+    return operation
+
+
+def competition_notes(operations: list[Operation]) -> list[str]:
+    """One note saying which point-to-point operations took LogGP and which Hockney."""
+    competed = [operation for operation in operations if operation.loggp is not None]
+    if not competed:
+        return []
+    described = ", ".join(
+        f"{operation.name} {operation.time_model} ({operation.loggp['cv_error']:.1%} LogGP, "
+        f"{operation.loggp['hockney_cv_error']:.1%} Hockney)" for operation in competed)
+    return ["MPI point-to-point time, LogGP against Hockney (cross-validated error; LogGP "
+            f"taken only beyond one standard error): {described}"]
 
 
 def volume_unit(volume: np.ndarray) -> float:
@@ -165,6 +219,12 @@ class Operation:
     # whether a single process's run measured time in it; if not, its time at P = 1 is 0
     # (a single process has no peer), not its fits' extrapolation below their range
     alone: bool = True
+    # which model the time fit is, ``hockney`` (the fit family's, Hockney's shape preferred)
+    # or ``loggp`` (apmt.loggp, over the predicted calls and bytes); and LogGP's competition
+    # for a point-to-point operation: its shape, parameters with their meaning, and both
+    # cross-validated errors (None: it did not compete, as in files from before it)
+    time_model: str = "hockney"
+    loggp: dict | None = None
 
     @property
     def name(self) -> str:
@@ -179,7 +239,11 @@ class Operation:
         At P = 1 an operation no single process's run spent time in takes none.
         """
         inputs = dict(values)
-        if self.uses_volume:
+        if self.time_model == "loggp":
+            calls = self.fits["calls"].predict(values)[0]
+            bytes_ = self.fits["volume"].predict(values)[0] * volume_ratio
+            inputs = loggp.inputs(loggp.Shape(**self.loggp["shape"]), inputs, calls, bytes_)
+        elif self.uses_volume:
             inputs["s"] = self.fits["volume"].predict(values)[0] * volume_ratio / self.volume_unit
         bounds = self.fits["time"].predict(inputs)
         if self.kind != "p2p":
@@ -194,10 +258,26 @@ class Operation:
         per = "" if self.kind == "p2p" else "per call "
         uses_s = any(term.variable == "s" for basis in fit.hypothesis.bases for term in basis)
         in_units = f" (s in units of {self.volume_unit:g} bytes)" if uses_s else ""
-        return f"{self.name} ({self.kind}): time {per}= {fit.function}{in_units}"
+        return f"{self.name} ({self.kind}): time {per}= {fit.function}{in_units}" + \
+            self._competition()
+
+    def _competition(self) -> str:
+        """Which of LogGP and Hockney the time took, with LogGP's parameters."""
+        if self.loggp is None:
+            return ""
+        known = {name: value for name, value in self.loggp["parameters"].items()
+                 if value is not None and name != "intercept"}
+        named = ", ".join(f"{name} = {value:.3g}" for name, value in known.items())
+        errors = (f"cross-validated error {self.loggp['cv_error']:.1%} against Hockney's "
+                  f"{self.loggp['hockney_cv_error']:.1%}")
+        if self.time_model == "loggp":
+            return (f"; LogGP L + calls * max(g, o + (s - 1) G) with {named}; excess = "
+                    f"max(bytes - calls * kink_bytes, 0); {errors}")
+        return f"; Hockney taken over LogGP ({named}; {errors})"
 
     def to_dict(self) -> dict:
         return {**{name: getattr(self, name) for name in OPERATION_FIELDS}, "alone": self.alone,
+                "time_model": self.time_model, "loggp": self.loggp,
                 "fits": {role: fit.to_dict() for role, fit in self.fits.items()}}
 
     @staticmethod
@@ -205,7 +285,8 @@ class Operation:
         return Operation(**{name: data[name] for name in OPERATION_FIELDS},
                          fits={role: SeriesFit.from_dict(fit)
                                for role, fit in data["fits"].items()},
-                         alone=data.get("alone", True))
+                         alone=data.get("alone", True),
+                         time_model=data.get("time_model", "hockney"), loggp=data.get("loggp"))
 
 
 OPERATION_FIELDS = ("op", "key", "kind", "volume", "uses_volume", "volume_unit")

@@ -827,12 +827,7 @@ def _rank(batches: list[_Batch], weights: np.ndarray,
         raise NoPlausibleFit("every shape of the family turns negative or explodes within "
                              "100x the measured range")
     errors = np.concatenate(fold_errors)
-    share = weights / weights.sum()
-    score = errors @ share
-    best = int(np.argmin(score))
-    difference = errors - errors[best] - (score - score[best])[:, None]
-    paired_se = np.sqrt(difference**2 @ share / len(weights))
-    within = score <= score[best] + ONE_SE * paired_se + 1e-9
+    score, within = within_one_se(errors, weights)
 
     def plainness(j: int) -> tuple:
         hypothesis = batches[where[j][0]].hypotheses[where[j][1]]
@@ -840,6 +835,18 @@ def _rank(batches: list[_Batch], weights: np.ndarray,
                 score[j])
 
     return [where[j] for j in sorted(np.flatnonzero(within), key=plainness)]
+
+
+def within_one_se(errors: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each hypothesis's weighted cross-validated error (rows of ``errors``: per fold) and
+    whether it lies within one standard error of the paired, per-fold difference from the
+    lowest: the window in which the plainest shape wins."""
+    share = weights / weights.sum()
+    score = errors @ share
+    best = int(np.argmin(score))
+    difference = errors - errors[best] - (score - score[best])[:, None]
+    paired_se = np.sqrt(difference**2 @ share / len(weights))
+    return score, score <= score[best] + ONE_SE * paired_se + 1e-9
 
 
 _DESIGN_CACHE: dict[tuple, list] = {}

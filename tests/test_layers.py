@@ -13,7 +13,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "apmt"
 MEASUREMENT = ("apmt.collect", "apmt.ingest", "apmt.probe")
 ABOVE_MEASUREMENT = ("apmt.model", "apmt.predict", "apmt.fit", "apmt.fit_table", "apmt.varpro",
-                     "apmt.series", "apmt.kernels", "apmt.nesting", "apmt.comm", "apmt.trust",
+                     "apmt.series", "apmt.kernels", "apmt.nesting", "apmt.comm", "apmt.loggp",
+                     "apmt.trust",
                      "apmt.evaluate", "apmt.modelers", "apmt.baselines", "apmt.extrap_peer",
                      "apmt.refine", "apmt.rounds", "apmt.report", "apmt.diagnose",
                      "apmt.oneoff", "apmt.cli")
