@@ -112,10 +112,15 @@ def _own_totals(outside_runtime: pd.DataFrame, run: list[str], app_kernel: str |
     """A sampled profile's cost of the application's own functions per run (the rows outside
     the run-time system, less MPI calls and the application's wall time): what a sampler
     attributes to its functions, without start-up and off-CPU waits."""
-    own = outside_runtime["kernel"].map(lambda kernel: kernel != app_kernel
-                                        and not is_mpi(kernel))
+    own = outside_runtime["kernel"].map(lambda kernel: own_function(kernel, app_kernel))
     summed = outside_runtime[own].groupby(run)["value"].sum()
     return summed.reindex(totals.index).where(lambda total: total > 0)
+
+
+def own_function(kernel: str, app_kernel: str | None) -> bool:
+    """One of the application's own functions, as a sampled profile's shares count them:
+    neither the run-time system's buckets, an MPI call nor the application's own row."""
+    return kernel != app_kernel and runtime_bucket(kernel) is None and not is_mpi(kernel)
 
 
 def missing_interest(points: pd.DataFrame, interest: frozenset[str]) -> str | None:

@@ -33,7 +33,6 @@ one force computation and one neighbour build; the NRMSE is also printed with th
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
 import tempfile
@@ -45,14 +44,11 @@ from overhead import apmt_run, lammps_clocks, lammps_study
 
 from apmt.collect.backends.perf import DEFAULT_CLOCK_HZ
 from apmt.collect.runner import STDOUT, load_study_machine, make_backends
+from apmt.diagnose.sampling import canonical, common, noise_nrmse, nrmse, shares
 from apmt.errors import ApmtError
-from apmt.names import MPI_NAME, function_name
+from apmt.names import MPI_NAME
 from apmt.study import Study, with_backend
 
-FLOOR = 0.001
-SMALL = "(below 0.1% in both)"
-# glibc picks a string function's variant by CPU (valgrind's CPU lacks AVX-512): one name
-LIBC_VARIANT = re.compile(r"^__(\w+?)_(avx|evex|sse|ssse|erms|unaligned)\w*$")
 SECTIONS = ("Pair", "Neigh", "Comm", "Output", "Modify", "Other")
 SECTION_OF = (
     ("Pair", re.compile(r"^LAMMPS_NS::Pair\w*::")),
@@ -67,62 +63,13 @@ BREAKDOWN = re.compile(r"^(Pair|Neigh|Comm|Output|Modify|Other)\s*\|(.*)$", re.M
 BUILDS = re.compile(r"^Neighbor list builds = (\d+)", re.MULTILINE)
 
 
-# --------------------------------------------------------------------------- function names
-
-def canonical(name: str) -> str:
-    """One name per function for both tools: cachegrind prints the parameter list (and a
-    template's return type), perf does not and keeps symbol versions; glibc's variants of a
-    string function are one function."""
-    name = function_name(name)
-    depth, cut = 0, 0
-    for index, char in enumerate(name):        # a return type: a space outside <...> and (...)
-        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(char, 0)
-        if char == " " and depth == 0 and not name[:index].endswith("operator"):
-            cut = index + 1
-    name = name[cut:]
-    variant = LIBC_VARIANT.match(name)
-    return variant[1] if variant else name
-
+# --------------------------------------------------------------------------- function totals
 
 def totals(table: pd.DataFrame, metric: str) -> dict[str, float]:
     """Per function (canonical name), the metric summed over ranks."""
     rows = table[table["metric"] == metric]
     names = rows["kernel"].map(canonical)
     return rows.groupby(names)["value"].sum().to_dict()
-
-
-def shares(values: dict[str, float]) -> dict[str, float]:
-    total = sum(values.values())
-    return {name: value / total for name, value in values.items()}
-
-
-# --------------------------------------------------------------------------------- Eq. 1
-
-def nrmse(t: dict[str, float], r: dict[str, float]) -> float:
-    """Eq. 1: sqrt(sum t_i (t_i - r_i)^2) / (max - min of all t_i and r_i)."""
-    names = list(t)
-    both = [t[n] for n in names] + [r[n] for n in names]
-    spread = max(both) - min(both)
-    return math.sqrt(sum(t[n] * (t[n] - r[n]) ** 2 for n in names)) / spread
-
-
-def noise_nrmse(t: dict[str, float], samples: float) -> float:
-    """The NRMSE that sampling noise alone would give: each share off by its binomial
-    standard error sqrt(t (1 - t) / N)."""
-    squared = sum(v * v * (1 - v) / samples for v in t.values())
-    return math.sqrt(squared) / (max(t.values()) - min(t.values()))
-
-
-def common(t_all: dict[str, float], r_all: dict[str, float]) -> tuple[dict, dict]:
-    """Both sides over the functions present in both, renormalised, small ones lumped."""
-    names = [n for n in t_all if n in r_all]
-    t = shares({n: t_all[n] for n in names})
-    r = shares({n: r_all[n] for n in names})
-    small = [n for n in names if t[n] < FLOOR and r[n] < FLOOR]
-    if small:
-        t[SMALL] = sum(t.pop(n) for n in small)
-        r[SMALL] = sum(r.pop(n) for n in small)
-    return t, r
 
 
 # ------------------------------------------------------------------------- LAMMPS' timers

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_diagnose_lcpi import MACHINE, WIDTH, why_not_here
 
-from apmt.diagnose import lcpi
+from apmt.diagnose import lcpi, sampling, validity
 from apmt.diagnose.study import read_study
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -53,3 +53,18 @@ def test_lammps_hot_kernel_is_assessed_with_every_measurable_category(lammps: di
     assert all(len(line) <= WIDTH for line in text.splitlines())
     # one P: the scaling part says what it needs instead of guessing
     assert "3 or more process counts" in text
+
+
+def test_lammps_sampling_is_compared_with_the_exact_reference(lammps: dict) -> None:
+    """Eq. 1 of paper 000 in the validity part: sampled time shares against cachegrind's
+    instruction shares, when the one command measured with both (no PMU here)."""
+    data = read_study(lammps["folder"])
+    if sampling.reference(data.provenance) is None:
+        assert "no exact reference was measured" in lammps["text"]
+        return
+    [run] = sampling.accuracy(data).to_dict("records")
+    assert run["functions"] >= 2 and 0 < run["nrmse"] < 1, run
+    assert 0 < run["noise"] < 1, run
+    [finding] = [f for f in validity.check(data) if "Eq. 1" in f.text]
+    assert f"{run['nrmse']:.1%} at P=2" in finding.text
+    assert "sampling vs reference (Eq. 1 of paper 000)" in lammps["text"]

@@ -4,7 +4,8 @@
 with its provenance, model.json and comm.csv when there, the predictions when given) and
 returns the diagnosis as sections, in order:
 1. validity (validity.py): runs too short to sample, repetitions that vary too much,
-   counters that contradict each other (of both folders when two are given);
+   counters that contradict each other, sampled time shares against an exact reference
+   (sampling.py, Eq. 1 of paper 000) (of both folders when two are given);
 2. scaling (scaling.py, paper 001): which kernels and operations stop scaling, ranking
    across scales, load imbalance; needs model.json fitted from at least 3 P;
 3. PerfExpert's LCPI assessment (lcpi.py, paper 002) of the key kernels, with the remedies

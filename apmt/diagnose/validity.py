@@ -6,7 +6,10 @@
   instructions spreading by more than ``validity.max_variation`` over the repetitions of a
   point, (max - min) / mean;
 - counters that contradict each other: a part above its whole (L1 hits above loads,
-  mispredictions above branches, ...), the rules listed under ``validity.consistency``.
+  mispredictions above branches, ...), the rules listed under ``validity.consistency``;
+- sampling that misplaces time: the NRMSE (Eq. 1 of paper 000, apmt.diagnose.sampling) of the
+  sampled time shares against an exact reference (cachegrind's instruction counts) above
+  ``validity.max_nrmse``; without a reference, one line says it was not checked.
 Each problem is a warning naming the kernel, the run and the numbers; the context (one
 repetition only, oversubscribed runs, no provenance) is said as information.
 """
@@ -18,7 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from apmt.diagnose import sampling
 from apmt.diagnose.lcpi import describe_point, key_kernels, load_config
+from apmt.diagnose.sampling import sampling_rate
 from apmt.diagnose.section import Finding, Section
 from apmt.diagnose.study import StudyData, read_study
 from apmt.display import number, seconds
@@ -41,21 +46,14 @@ def check(data: StudyData) -> list[Finding]:
     limits = load_config().validity
     kernels = key_kernels(data)
     runs = per_run(data.table, data.params)
+    accuracy = sampling.findings(data, float(limits.get("max_nrmse", 0.1)))
     warnings = [*short_runs(data, runs, kernels, limits), *varying(data, runs, kernels, limits),
-                *contradictions(data, runs, limits)]
+                *contradictions(data, runs, limits),
+                *(f for f in accuracy if f.severity == "warning")]
     if not warnings:
         warnings.append(Finding("info", f"no problem found: sample counts, repetitions and "
                                 f"counter consistency of {len(kernels)} key kernel(s) checked"))
-    return warnings + context(data, runs)
-
-
-def sampling_rate(provenance: dict) -> float | None:
-    """Samples per second of the time metric: perf-clock's recorded frequency."""
-    for backend in provenance.get("backends", []):
-        rate = (backend.get("provenance") or {}).get("frequency_hz")
-        if backend.get("name") == "perf-clock" and isinstance(rate, int | float) and rate > 0:
-            return float(rate)
-    return None
+    return warnings + [f for f in accuracy if f.severity != "warning"] + context(data, runs)
 
 
 def short_runs(data: StudyData, runs: pd.DataFrame, kernels: list[str],
@@ -146,7 +144,8 @@ def context(data: StudyData, runs: pd.DataFrame) -> list[Finding]:
     findings = []
     if not data.provenance:
         findings.append(Finding("info", "no provenance beside the table: backends and "
-                                "sampling rate unknown, sample counts not checked"))
+                                "sampling rate unknown, sample counts and sampling accuracy "
+                                "(Eq. 1) not checked"))
     elif sampling_rate(data.provenance) is None:
         findings.append(Finding("info", "no cpu-clock sampling rate recorded: sample counts "
                                 "not checked"))
