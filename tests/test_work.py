@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 
 from apmt.errors import ApmtError
+from apmt.model import load_model
 from apmt.series import fit_plan
 from apmt.study import check_study
 from apmt.work import evaluate_work, parse_work, work_names
@@ -96,3 +98,27 @@ def test_fit_with_a_bad_work_is_one_line(tmp_path: Path, cli) -> None:
                                "not allowed (allowed: numbers, the names n, p, + - * / **, "
                                "parentheses and the functions log, log2, log10, sqrt, cbrt)")
     assert not (tmp_path / "model.json").exists()
+
+
+def test_the_model_records_the_work_and_predicts_another_size_with_it(
+        measured_data: Path, tmp_path: Path, cli) -> None:
+    """Fitted on LAMMPS at size 0.8 (P <= 8), the pair kernel at size 1.0 and P = 4 is the
+    time measured there (data/lammps/lj-size1.0-p1-8: 0.370 s), not size/p's 36% less."""
+    table = pd.read_csv(measured_data / "lammps/lj-size0.8-p1-32/measurements.csv")
+    train = tmp_path / "m.csv"
+    table[table["p"] <= 8].to_csv(train, index=False)
+    model_file = tmp_path / "model.json"
+    assert cli("fit", train, "--work", "size**3/p", "-o", model_file).code == 0
+    saved = json.loads(model_file.read_text())
+    assert saved["work"] == "size ** 3 / p"
+    predictions = tmp_path / "predictions.csv"
+    assert cli("predict", model_file, "--at", "p=4,size=1", "-o", predictions).code == 0
+    rows = pd.read_csv(predictions)
+    pair = rows[(rows["kernel"] == "LAMMPS_NS::PairLJCut::compute") & (rows["metric"] == "time")]
+    target = pd.read_csv(measured_data / "lammps/lj-size1.0-p1-8/measurements.csv")
+    measured = target[(target["kernel"] == "LAMMPS_NS::PairLJCut::compute")
+                      & (target["metric"] == "time") & (target["p"] == 4)]["value"].mean()
+    assert abs(pair["predicted"].iloc[0] / measured - 1) < 0.05
+    del saved["work"]                      # a model file from before the field
+    model_file.write_text(json.dumps(saved))
+    assert load_model(model_file).work is None
