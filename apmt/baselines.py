@@ -1,45 +1,55 @@
 """The models apmt is compared with (paper 000, section 5), fitted per series.
 
-- analytic: T = a * (D/P) + b, with D/P the work per rank (the product of the total-size
-  parameters over P; per-rank parameters enter as they are; 1/P without parameters);
+- analytic: T = a * (D/P) + b, with D/P the work per rank (the study's work expression, or
+  the product of the total-size parameters over P; per-rank parameters enter as they are;
+  1/P without parameters);
 - amdahl: T = a/P + b * P^c + d (an Amdahl-type empirical model), c from a grid, the rest by
   least squares;
 - powerlaw: T = a * P^b * prod(param^c): least squares of log T on log P and the log
   parameters, the naive floor that any automatic modeler must beat;
 - extrap: Extra-P's default modeler, run by apmt.extrap_peer in its own environment.
 
-apmt.modelers registers them by name, with apmt's own fitter, behind one interface.
+apmt.modelers registers them by name, with apmt's own fitter, behind one interface (each
+takes the work expression; only analytic's law has a use for it).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from apmt.work import evaluate_work
+
 AMDAHL_EXPONENTS = np.linspace(-1.0, 3.0, 41)
 
 
 def work_per_rank(values: dict[str, np.ndarray], params: list[str],
-                  per_rank_params: frozenset[str]) -> np.ndarray:
-    work = np.ones_like(values["p"], dtype=float)
+                  per_rank_params: frozenset[str], work: str | None = None) -> np.ndarray:
+    """D/P: the study's work expression (apmt.work) where it has one, else the product of
+    the parameters, over P unless all of them are per rank."""
+    if work is not None:
+        return evaluate_work(work, values)
+    amount = np.ones_like(values["p"], dtype=float)
     for param in params:
-        work = work * values[param]
+        amount = amount * values[param]
     if any(param not in per_rank_params for param in params) or not params:
-        work = work / values["p"]
-    return work
+        amount = amount / values["p"]
+    return amount
 
 
 def analytic(train: dict[str, np.ndarray], y: np.ndarray, test: dict[str, np.ndarray],
-             params: list[str], per_rank_params: frozenset[str] = frozenset()) -> np.ndarray:
+             params: list[str], per_rank_params: frozenset[str] = frozenset(),
+             work: str | None = None) -> np.ndarray:
     """Fit a*(D/P)+b on the training points and predict the test points."""
     def design(values: dict[str, np.ndarray]) -> np.ndarray:
-        work = work_per_rank(values, params, per_rank_params)
-        return np.column_stack([work, np.ones_like(work)])
+        amount = work_per_rank(values, params, per_rank_params, work)
+        return np.column_stack([amount, np.ones_like(amount)])
     coefficients = np.linalg.lstsq(design(train), y, rcond=None)[0]
     return design(test) @ coefficients
 
 
 def amdahl(train: dict[str, np.ndarray], y: np.ndarray, test: dict[str, np.ndarray],
-           params: list[str], per_rank_params: frozenset[str] = frozenset()) -> np.ndarray:
+           params: list[str], per_rank_params: frozenset[str] = frozenset(),
+           work: str | None = None) -> np.ndarray:
     """Fit a/P + b*P^c + d (c by grid search, least squares for the rest) and predict."""
     best = (np.inf, None, None)
     for exponent in AMDAHL_EXPONENTS:
@@ -57,7 +67,8 @@ def _amdahl_design(p: np.ndarray, exponent: float) -> np.ndarray:
 
 
 def powerlaw(train: dict[str, np.ndarray], y: np.ndarray, test: dict[str, np.ndarray],
-             params: list[str], per_rank_params: frozenset[str] = frozenset()) -> np.ndarray:
+             params: list[str], per_rank_params: frozenset[str] = frozenset(),
+             work: str | None = None) -> np.ndarray:
     """Fit ln T = a + b ln P + sum c ln param and predict."""
     def design(values: dict[str, np.ndarray]) -> np.ndarray:
         varying = [name for name in ["p", *params] if np.ptp(train[name]) > 0]

@@ -38,6 +38,7 @@ from apmt.tables import (
     write_table,
     write_text_atomic,
 )
+from apmt.work import parse_work
 
 EXIT_ERROR = 2
 STDOUT = Path("-")
@@ -242,6 +243,9 @@ def _add_params(sub: argparse.ArgumentParser) -> None:
                      help="parameter columns (default: every further numeric column)")
     sub.add_argument("--per-rank-param", dest="per_rank_params", nargs="+", action="extend",
                      default=[], metavar="NAME", help="parameters that are already per rank")
+    sub.add_argument("--work", metavar="EXPR",
+                     help="the work per rank as an expression of the parameters and p, e.g. "
+                          "'size**3 / p' (default: each total parameter / p)")
 
 
 def _add_fit(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -551,7 +555,8 @@ def _model_inputs(args: argparse.Namespace, params: list[str],
     machine = load_machine(args.machine) if args.machine else None
     return comm, {"machine": machine, "app_kernel": args.app_kernel,
                   "per_rank_params": per_rank, "threshold": args.threshold,
-                  "scaling": args.scaling, "interest": frozenset(args.interest)}
+                  "scaling": args.scaling, "interest": frozenset(args.interest),
+                  "work": args.work}
 
 
 def _read_with_params(args: argparse.Namespace, path: Path,
@@ -567,6 +572,8 @@ def _read_with_params(args: argparse.Namespace, path: Path,
         if name not in params:
             raise ApmtError(f"{path}: --per-rank-param {name!r} is not a parameter column "
                             f"(parameters: {', '.join(params) or 'none'})")
+    if args.work is not None:
+        args.work = parse_work(args.work, ["p", *params], f"{path}: --work")
     return table, params, frozenset(args.per_rank_params)
 
 
@@ -586,6 +593,7 @@ def _fit_provenance(args: argparse.Namespace, table: pd.DataFrame, params: list[
         inputs.append(Path(args.machine))
     extra = {
         "command": "fit", "params": params, "per_rank_params": sorted(args.per_rank_params),
+        "work": args.work,
         "p_values": sorted(int(p) for p in table["p"].unique()),
         "max_repetitions": int(points(table, params)["reps"].max()),
         "machine": machine.fields.get("name", args.machine) if args.machine else None,
@@ -697,7 +705,7 @@ def run_evaluate(args: argparse.Namespace) -> None:
         per_rank, metrics=args.metrics.split(",") if args.metrics else None,
         tolerance=args.tolerance, comm=comm,
         imported=(_read_sidecar(args.table) or {}).get("command") == "import",
-        model_options=options)
+        model_options=options, work=args.work)
     output_table(result, args.output)
     if decision is not None and args.validation is not None:
         write_text_atomic(json.dumps(decision, indent=1) + "\n", args.validation)

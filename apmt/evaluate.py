@@ -70,14 +70,15 @@ def series_points(table: pd.DataFrame, kind: str, params: list[str]) -> pd.DataF
 
 def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
              baselines: list[str], source: str,
-             per_rank_params: frozenset[str] = frozenset()) -> pd.DataFrame:
+             per_rank_params: frozenset[str] = frozenset(),
+             work: str | None = None) -> pd.DataFrame:
     """Errors of apmt and each baseline (apmt.modelers, by name) at the held-out points of
     every series. The baselines that fit here are compared on the series apmt models, each
     series' rows together; an external one (Extra-P) on every series it models, after them."""
     chosen = [baseline(name) for name in baselines]
     all_points = series_points(table, kind, params)
     train, test = split(all_points, parse_holdout(holdout, all_points))
-    arguments = (params, per_rank_params, source)
+    arguments = (params, per_rank_params, source, work)
     ours = MODELERS["apmt"].predict(train, test, *arguments)
     modelled = test.merge(ours[KEYS].drop_duplicates(), on=KEYS)
     beside = pd.concat([ours, *(one.predict(train, modelled, *arguments)
@@ -94,18 +95,20 @@ def evaluate_table(table: pd.DataFrame, kind: str, params: list[str], holdout: s
                    per_rank_params: frozenset[str] = frozenset(), *,
                    metrics: list[str] | None = None, tolerance: float = 0.1,
                    comm: pd.DataFrame | None = None, imported: bool = False,
-                   model_options: Mapping | None = None) -> tuple[pd.DataFrame, dict | None]:
+                   model_options: Mapping | None = None,
+                   work: str | None = None) -> tuple[pd.DataFrame, dict | None]:
     """``apmt evaluate``: the errors of every series (of ``metrics`` only, when given) and,
     for a measurements table, the assembled model's validation rows beside them with the
     refinement decision; profiles that were ``imported`` cannot get new runs, which the
     decision says. Returns the evaluation table and the decision (None for a communication
-    table). ``model_options``: build_model's, for the validation."""
+    table). ``model_options``: build_model's, for the validation; ``work``: the work per
+    rank as an expression (apmt.work), for every modeler."""
     series = table
     if metrics and kind == "measurements":
         series = table[table["metric"].isin(metrics)]
         if series.empty:
             raise ApmtError(f"{source}: no series of metric(s) {','.join(metrics)!r}")
-    result = evaluate(series, kind, params, holdout, baselines, source, per_rank_params)
+    result = evaluate(series, kind, params, holdout, baselines, source, per_rank_params, work)
     if kind != "measurements":
         return result, None
     rows, decision = validate(table, params, holdout, tolerance, source, comm,

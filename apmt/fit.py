@@ -35,6 +35,7 @@ import numpy as np
 from scipy import stats
 
 from apmt import varpro
+from apmt.work import evaluate_work
 
 # Extra-P's exponents, mirrored for strong scaling and capped at 2: steeper growth in P is not
 # seen in real codes, and from 4-5 points it is what turns a noisy last point into a blow-up.
@@ -135,10 +136,20 @@ def outside(domain: dict[str, tuple[float, float]],
 
 
 def variable_values(variable: str, values: dict[str, np.ndarray]) -> np.ndarray:
-    """Values of ``p``, a parameter, or ``size/p`` (the compute per rank)."""
-    if variable.endswith(PER_RANK_SUFFIX):
+    """Values of ``p``, a parameter, ``size/p`` (the compute per rank) or a study's work
+    expression of them (apmt.work), such as ``size ** 3 / p``."""
+    if variable in values:
+        return np.asarray(values[variable], float)
+    if variable.endswith(PER_RANK_SUFFIX) and variable[: -len(PER_RANK_SUFFIX)] in values:
         return np.asarray(values[variable[: -len(PER_RANK_SUFFIX)]], float) / values["p"]
-    return np.asarray(values[variable], float)
+    return evaluate_work(variable, values)
+
+
+def derived(variable: str) -> bool:
+    """Whether a variable is computed from P and the parameters (``size/p``, a work
+    expression) rather than one of them: it enters the fits alone, not beside them in a
+    product or a joint power law, whose logs it is a combination of."""
+    return not variable.isidentifier()
 
 
 def _fraction(value: float) -> str:
@@ -351,7 +362,7 @@ def candidate_hypotheses(variables: tuple[str, ...], scales: tuple[float, ...],
         found.append(Hypothesis("loglinear", ((Term(variable, "ln"),),
                                               (Term(variable, "lnlog"),))))
     for variable in variables[1:]:
-        if not variable.endswith(PER_RANK_SUFFIX):
+        if not derived(variable):
             found.append(Hypothesis("loglinear", ((Term(variables[0], "ln"),),
                                                   (Term(variable, "ln"),))))
     return tuple(h for h in found if h.n_coefficients < n_points)
@@ -363,7 +374,7 @@ def pair_hypotheses(best_terms: dict[str, list[Term]], primary: str,
     of each other (total-size or per-rank) parameter."""
     found = []
     for variable, terms in best_terms.items():
-        if variable == primary or variable.endswith(PER_RANK_SUFFIX):
+        if variable == primary or derived(variable):
             continue
         for a, b in itertools.product(best_terms[primary], terms):
             found.append(Hypothesis("linear", ((a, b),)))
@@ -376,7 +387,7 @@ def power_law(variables: tuple[str, ...], values: dict[str, np.ndarray]) -> Hypo
     ``size/p`` only without P and the size themselves, whose logs they are the difference
     of): the naive power law, a straight line in log-log space."""
     varying = [v for v in variables if np.ptp(variable_values(v, values)) > 0]
-    plain = [v for v in varying if not v.endswith(PER_RANK_SUFFIX)] or varying[:1]
+    plain = [v for v in varying if not derived(v)] or varying[:1]
     return Hypothesis("loglinear", tuple((Term(v, "ln"),) for v in plain))
 
 
@@ -690,7 +701,7 @@ def _families(values: dict[str, np.ndarray], variables: tuple[str, ...]) -> list
             lambda e: Hypothesis("linear", ((Term("p", "power", e[0], e[1]),),), 2),
             [(-3.0, 3.0), (0.0, 3.0)]))
     for other in variables[1:]:
-        if other.endswith(PER_RANK_SUFFIX) or np.ptp(variable_values(other, values)) == 0:
+        if derived(other) or np.ptp(variable_values(other, values)) == 0:
             continue
         w = variable_values(other, values)
         found.append(_Family(
@@ -785,7 +796,7 @@ def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
     cross-validated error summed over the slices; when the variables move together (a
     message size that grows with P) there are no such slices and all points are used.
     """
-    plain = [v for v in variables if not v.endswith(PER_RANK_SUFFIX)]
+    plain = [v for v in variables if not derived(v)]
     best = {}
     for variable in plain:
         others = [v for v in plain if v != variable]

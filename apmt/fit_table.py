@@ -88,14 +88,16 @@ class TableFit:
 
 def series_data(points: pd.DataFrame, params: list[str], source: str,
                 per_rank_params: frozenset[str] = frozenset(),
-                keys: tuple[str, ...] = ("kernel", "metric"), value: str = "value"
+                keys: tuple[str, ...] = ("kernel", "metric"), value: str = "value",
+                work: str | None = None
                 ) -> tuple[dict[tuple, SeriesData], dict[tuple, str]]:
     """The series of a points table (apmt.series.points) as fits want them, and those that
-    cannot be fitted with why (too few P, zeros among positive values)."""
+    cannot be fitted with why (too few P, zeros among positive values); ``work``: the
+    work per rank as an expression (apmt.work), in place of ``size/p``."""
     data, left_out = {}, {}
     for key, rows in points.groupby(list(keys), sort=True):
         key = tuple(np.atleast_1d(key))
-        primary, variables = fit_plan(rows, params, per_rank_params)
+        primary, variables = fit_plan(rows, params, per_rank_params, work)
         series = SeriesData({c: rows[c].to_numpy(float) for c in ["p", *params]},
                             rows[value].to_numpy(float), variables, primary)
         if len(series.levels) < MIN_DISTINCT_P or not np.all(series.y > 0):
@@ -110,9 +112,9 @@ def series_data(points: pd.DataFrame, params: list[str], source: str,
 
 def fit_all(points: pd.DataFrame, params: list[str], source: str,
             per_rank_params: frozenset[str] = frozenset(), jobs: int | None = None,
-            keys: tuple[str, ...] = ("kernel", "metric")) -> TableFit:
+            keys: tuple[str, ...] = ("kernel", "metric"), work: str | None = None) -> TableFit:
     """Fits of every series of a points table, keyed by ``keys`` (see fit_table)."""
-    data, left_out = series_data(points, params, source, per_rank_params, keys)
+    data, left_out = series_data(points, params, source, per_rank_params, keys, work=work)
     table = fit_table(data, jobs)
     table.left_out = {**left_out, **table.left_out}
     return table

@@ -175,6 +175,7 @@ class Model:
     calibration: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     provenance: dict | None = None
+    work: str | None = None     # the work per rank as an expression (apmt.work), if given
 
     # ------------------------------------------------------------------------------ lookups
 
@@ -243,6 +244,7 @@ class Model:
         lines = [f"{path}: {self.mode} mode, {len(self.kernels)} kernels ({classes}), "
                  f"{fitted} series fitted"]
         lines += [f"note: {note}" for note in self.notes]
+        lines += [f"work per rank: {self.work}"] if self.work else []
         for row in self.kernels_of("key"):
             metric = self.kernel_metric(row["kernel"])
             lines.append(f"  {row['kernel']}: {metric} = {self.function_of(row['kernel'], metric)}")
@@ -273,8 +275,9 @@ class Model:
         """The model of a file's content (of the current format; apmt-model/1 through
         from_format_1)."""
         values = {entry.name: data[entry.name] for entry in fields(Model)
-                  if entry.name != "provenance"}
+                  if entry.name not in ("provenance", "work")}
         values["provenance"] = data.get("provenance")
+        values["work"] = data.get("work")
         values["series"] = [FittedSeries.from_dict(entry) for entry in data["series"]]
         values["left_out"] = [LeftOut.from_dict(entry) for entry in data["left_out"]]
         values["communication"] = [Operation.from_dict(entry)
@@ -306,10 +309,11 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
                 comm: pd.DataFrame | None = None, machine: Machine | None = None,
                 app_kernel: str | None = None, per_rank_params: frozenset[str] = frozenset(),
                 threshold: float = 0.05, scaling: str | None = None,
-                interest: frozenset[str] = frozenset()) -> Model:
+                interest: frozenset[str] = frozenset(), work: str | None = None) -> Model:
     """Classify kernels, fit every series that the model needs, and assemble Eq. 2.
     ``scaling`` is weak when a parameter is per rank (the work per rank stays as P grows),
-    else strong, unless given; the kernels of ``interest`` are key whatever their share."""
+    else strong, unless given; the kernels of ``interest`` are key whatever their share;
+    ``work``: the work per rank as an expression (apmt.work), in the fits for ``size/p``."""
     table, runtime = runtime_buckets(points(measurements, params), params)
     app_kernel = app_kernel or (APP_KERNEL if APP_KERNEL in set(table["kernel"]) else None)
     if app_kernel is not None and app_kernel not in set(table["kernel"]):
@@ -333,7 +337,7 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     others = _aggregate(table, aggregated, params)
     series_table = pd.concat([table[table["kernel"].isin(modelled)], others, unaccounted],
                              ignore_index=True)
-    fitted = fit_all(series_table, params, source, per_rank_params)
+    fitted = fit_all(series_table, params, source, per_rank_params, work=work)
     series, left_out_series = _series_entries(fitted)
     operations, left_out, comm_notes = fit_operations(comm, params, source) \
         if comm is not None else ([], [], [])
@@ -358,7 +362,7 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         communication=operations, bf_comm=bf_comm, bf_comm_note=bf_comm_note,
         mode="counters" if cpi and machine is not None else "time", cost_metric=metric,
         runtime=runtime, interest=sorted(interest),
-        calibration={"regime": fitted.regime, "intervals": fitted.calibration})
+        calibration={"regime": fitted.regime, "intervals": fitted.calibration}, work=work)
     model.error_correlation = _error_correlation(model)
     model.notes = _notes(model) + fitted.notes + comm_notes + [note for note in (
         nesting.note, missing_interest(table, interest), _runtime_note(runtime)) if note]

@@ -2,7 +2,7 @@
 chosen by name (MODELERS). Each fits every series of a training points table and predicts the
 held-out points:
 
-    modeler.predict(train, test, params, per_rank_params, source) -> frame
+    modeler.predict(train, test, params, per_rank_params, source, work=None) -> frame
 
 ``train`` and ``test`` are points tables (apmt.series.points: kernel, metric, p, the
 parameters, value, reps); the frame has one row per test point the modeler could model, with
@@ -64,9 +64,10 @@ class ApmtModeler:
     external: bool = False
 
     def predict(self, train: pd.DataFrame, test: pd.DataFrame, params: list[str],
-                per_rank_params: frozenset[str], source: str) -> pd.DataFrame:
+                per_rank_params: frozenset[str], source: str,
+                work: str | None = None) -> pd.DataFrame:
         train = train.merge(test[KEYS].drop_duplicates(), on=KEYS)
-        fitted = fit_all(train, params, source, per_rank_params)
+        fitted = fit_all(train, params, source, per_rank_params, work=work)
         if fitted.left_out:
             log.warning("%s: not evaluated, %d of %d series that cannot be fitted without the "
                         "held-out runs: %s", source, len(fitted.left_out),
@@ -86,14 +87,16 @@ class BaselineModeler:
     external: bool = False
 
     def predict(self, train: pd.DataFrame, test: pd.DataFrame, params: list[str],
-                per_rank_params: frozenset[str], source: str) -> pd.DataFrame:
+                per_rank_params: frozenset[str], source: str,
+                work: str | None = None) -> pd.DataFrame:
         train_groups = dict(list(train.groupby(KEYS, sort=False)))
         frames = []
         for key, targets in _series(test):
             known = train_groups[key]
             predicted = self.formula(point_values(known, params),
                                      known["value"].to_numpy(float),
-                                     point_values(targets, params), params, per_rank_params)
+                                     point_values(targets, params), params, per_rank_params,
+                                     work)
             frames.append(rows(targets, params, self.name, predicted))
         return _joined(frames, test, params, self.name)
 
@@ -106,7 +109,8 @@ class ExtrapModeler:
     external: bool = True
 
     def predict(self, train: pd.DataFrame, test: pd.DataFrame, params: list[str],
-                per_rank_params: frozenset[str], source: str) -> pd.DataFrame:
+                per_rank_params: frozenset[str], source: str,
+                work: str | None = None) -> pd.DataFrame:
         from apmt.extrap_peer import extrap_predict
 
         targets = test[["p", *params]].drop_duplicates()

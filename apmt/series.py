@@ -20,6 +20,7 @@ import pandas as pd
 from apmt.errors import ApmtError
 from apmt.fit import PER_RANK_SUFFIX, NoPlausibleFit, SeriesFit, fit_series
 from apmt.tables import TIME_METRIC
+from apmt.work import evaluate_work
 
 MIN_DISTINCT_P = 3
 EXTRAPOLATION = 8   # figures and the diagnosis go on to this multiple of the largest P
@@ -53,10 +54,14 @@ def points(table: pd.DataFrame, params: list[str], keys: tuple[str, ...] = ("ker
 
 
 def fit_plan(rows: pd.DataFrame, params: list[str],
-             per_rank_params: frozenset[str] = frozenset()) -> tuple[str, tuple[str, ...]]:
-    """The primary variable (the one to extrapolate in) and the variables to try."""
+             per_rank_params: frozenset[str] = frozenset(),
+             work: str | None = None) -> tuple[str, tuple[str, ...]]:
+    """The primary variable (the one to extrapolate in) and the variables to try. A study's
+    work expression (apmt.work) takes the place of every ``size/p`` where it varies."""
     varying = [param for param in params if rows[param].nunique() > 1]
     totals = [param for param in params if param not in per_rank_params]
+    if work is not None:
+        return _work_plan(rows, params, varying, work)
     if rows["p"].nunique() == 1 and varying:
         return varying[0], tuple(varying)
     per_rank = [f"{param}{PER_RANK_SUFFIX}" for param in totals]
@@ -64,6 +69,20 @@ def fit_plan(rows: pd.DataFrame, params: list[str],
         return "p", (per_rank[0],)
     varying_per_rank = [f"{param}{PER_RANK_SUFFIX}" for param in varying if param in totals]
     return "p", ("p", *varying, *varying_per_rank)
+
+
+def _work_plan(rows: pd.DataFrame, params: list[str], varying: list[str],
+               work: str) -> tuple[str, tuple[str, ...]]:
+    """fit_plan with a work expression: P (or the first varying parameter where P is fixed)
+    and the varying parameters, then the work per rank; the work alone where nothing else
+    varies, as ``size/p`` is; left out where it is the same at every point."""
+    values = evaluate_work(work, {c: rows[c].to_numpy(float) for c in ["p", *params]})
+    moves = bool(np.ptp(values) > 0) and work not in ("p", *varying)
+    if rows["p"].nunique() == 1 and varying:
+        return varying[0], (*varying, *((work,) if moves else ()))
+    if not varying:
+        return "p", (work,) if moves else ("p",)
+    return "p", ("p", *varying, *((work,) if moves else ()))
 
 
 class UnfittableSeries(ApmtError):
@@ -110,10 +129,11 @@ def check_series(key: tuple, rows: pd.DataFrame, source: str, primary: str = "p"
 
 
 def fit_points(key: tuple, rows: pd.DataFrame, params: list[str], source: str,
-               per_rank_params: frozenset[str] = frozenset(), value: str = "value"
-               ) -> SeriesFit:
-    """Check and fit one series' points over P and its parameters."""
-    primary, variables = fit_plan(rows, params, per_rank_params)
+               per_rank_params: frozenset[str] = frozenset(), value: str = "value",
+               work: str | None = None) -> SeriesFit:
+    """Check and fit one series' points over P and its parameters (and its work per rank,
+    where a work expression gives it)."""
+    primary, variables = fit_plan(rows, params, per_rank_params, work)
     check_series(key, rows, source, primary, value)
     values = {column: rows[column].to_numpy(float) for column in ["p", *params]}
     try:

@@ -5,9 +5,10 @@ schema workflow/schemas/study.schema.yaml (shipped as apmt/data/study.schema.yam
 is its one loader, for ``apmt profile`` and the workflow alike: every field is checked before
 any run starts, so that a typo costs one line of error (file, field, value) instead of an hour
 of runs. The schema checks each field; this module checks what spans fields: the command
-template's placeholders and shape (it runs without a shell), the parameters' names, the
-labels, the number of runs, that no two runs share a folder, and that the study's P are P
-its application accepts (apmt.accepted).
+template's placeholders and shape (it runs without a shell), the parameters' names, the work
+expression (apmt.work: only the parameters and p), the labels, the number of runs, that no
+two runs share a folder, and that the study's P are P its application accepts
+(apmt.accepted).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from apmt.accepted import AcceptedP, parse_accepted
 from apmt.errors import ApmtError
 from apmt.inputs import MAX_VALUE, check_file, is_file, is_number, read_yaml, shown
+from apmt.work import parse_work
 
 SCHEMA = yaml.safe_load((resources.files("apmt") / "data" / "study.schema.yaml").read_text())
 
@@ -108,6 +110,8 @@ class Study:
     per_rank_params: tuple[str, ...] = ()
     app_kernel: str | None = None
     volume_ratios: dict[str, float] = field(default_factory=dict)
+    work: str | None = None     # the work per rank, canonical (apmt.work)
+    scaling: str | None = None
     frequency_ghz: float | None = None  # runs at a lowered CPU frequency (not a file field)
 
     @property
@@ -199,8 +203,12 @@ def check_study(data: object, path: Path) -> Study:
         setup=_setup(fields["setup"], path), expect_output=fields["expect_output"],
         trace_mpi=fields["trace_mpi"], per_rank_params=tuple(fields["per_rank_params"]),
         app_kernel=_text(fields.get("app_kernel")),
-        volume_ratios={str(k): float(v) for k, v in fields["volume_ratios"].items()})
+        volume_ratios={str(k): float(v) for k, v in fields["volume_ratios"].items()},
+        scaling=fields.get("scaling"))
     _check_names(study, path)
+    if fields.get("work") is not None:
+        study = replace(study, work=parse_work(fields["work"], ["p", *study.param_names],
+                                               f"{path}: field 'work'"))
     _check_run_count(study, path)
     _check_labels(study, path)
     _check_unique_runs(study, path)

@@ -120,6 +120,36 @@ def test_a_studys_kernels_of_interest_reach_every_model(tmp_path: Path) -> None:
     assert done.stdout.count(options) >= 2, done.stdout
 
 
+def test_a_studys_work_scaling_and_volume_ratios_reach_the_model(tmp_path: Path) -> None:
+    """A profiled study's file and an imported study's config give them: the fit, the
+    evaluation and the rounds get the work expression and the scaling, predict the ratios."""
+    study = tmp_path / "sized.yaml"
+    study.write_text(yaml.safe_dump({
+        "name": "sized", "command": "lmp -var x {size}", "p": [1, 2, 4, 8],
+        "params": {"size": [0.6, 0.8]}, "work": "size**3/p", "scaling": "weak",
+        "volume_ratios": {"p2p": 1.5625, "all": 2}}))
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(yaml.safe_dump({"studies": {
+        "sized": {"profile": str(study), "predict": [{"p": 8, "size": 1}]},
+        "imported": {"import": {"paths": ["data/relearn/relearn_data.txt"]}, "params": ["n"],
+                     "work": "n * log2(n)", "scaling": "weak",
+                     "volume_ratios": {"MPI_Allreduce": 2},
+                     "predict": [{"p": 1024, "n": 5000}]},
+    }}))
+    done = dry_run("--configfile", str(extra))
+    assert done.returncode == 0, done.stderr
+    fit, evaluate, rounds = (f"apmt {command} results/sized/" for command in
+                             ("fit", "evaluate", "refine round"))
+    for command in (fit, evaluate, rounds):
+        lines = [line for line in done.stdout.splitlines() if command in line]
+        assert lines and all("--work 'size ** 3 / p' --scaling weak" in line for line in lines), \
+            (command, lines)
+    assert "--at p=8,size=1 --volume-ratio all=2,p2p=1.5625 -o results/sized/" in done.stdout
+    assert "--param n --work 'n * log2(n)' --scaling weak" in done.stdout
+    assert "--at n=5000,p=1024 --volume-ratio MPI_Allreduce=2 -o results/imported/" in \
+        done.stdout
+
+
 @pytest.mark.parametrize("name", ["../outside", "/abs", ".hidden", "a b"])
 def test_a_study_name_that_would_leave_results_is_refused(tmp_path: Path, name: str) -> None:
     extra = tmp_path / "extra.yaml"

@@ -211,7 +211,7 @@ def provenance(study: Study, runs: list[tuple[Run, list[Path]]], backends: list[
         "study_sha256": hashlib.sha256(study.source.read_bytes()).hexdigest(),
         "command": study.command, "params": study.param_names,
         "per_rank_params": list(study.per_rank_params), "app_kernel": study.app_kernel,
-        "volume_ratios": study.volume_ratios,
+        "volume_ratios": study.volume_ratios, "work": study.work, "scaling": study.scaling,
         "backends": [{"name": b.name, "simulated": bool(b.simulated),
                       "provenance": b.provenance()} for b in backends] or
                     [{"name": "none", "simulated": False, "provenance": {}}],

@@ -515,14 +515,29 @@ def comm_option(wildcards, input) -> str:
     return shlex.join(["--comm", input.comm[0]]) if input.comm else ""
 
 
+def study_setting(study: str, key: str):
+    """A setting of the model that a profiled study's file may give (per_rank_params, work,
+    scaling, volume_ratios): the config's when it gives one, else the study file's."""
+    given = config["studies"][study][key]
+    if given or study not in PROFILED:
+        return given
+    return getattr(profiled_study(study), key)
+
+
 def param_options(wildcards) -> str:
-    """--param and --per-rank-param; none means: every parameter column in the table."""
+    """--param, --per-rank-param, --work and --scaling: how the model sees the parameters
+    (no --param means every parameter column in the table)."""
     settings = study_settings(wildcards)
     options = []
     if settings["params"]:
         options += ["--param", *settings["params"]]
-    if settings["per_rank_params"]:
-        options += ["--per-rank-param", *settings["per_rank_params"]]
+    per_rank = study_setting(wildcards.study, "per_rank_params")
+    if per_rank:
+        options += ["--per-rank-param", *per_rank]
+    for key in ("work", "scaling"):
+        value = study_setting(wildcards.study, key)
+        if value:
+            options += [f"--{key}", value]
     return shlex.join(options)
 
 
@@ -568,10 +583,15 @@ def baselines(wildcards) -> str:
 
 
 def prediction_points(wildcards) -> str:
-    """One `--at p=...,NAME=...` per point listed under the study's `predict`."""
+    """One `--at p=...,NAME=...` per point listed under the study's `predict`, and the
+    study's communication volume ratios (`--volume-ratio`) when it gives them."""
     options = []
     for point in study_settings(wildcards)["predict"]:
         options += ["--at", ",".join(f"{name}={value}" for name, value in point.items())]
+    ratios = study_setting(wildcards.study, "volume_ratios")
+    if ratios:
+        options += ["--volume-ratio", ",".join(f"{name}={value:g}"
+                                               for name, value in ratios.items())]
     return shlex.join(options)
 
 
