@@ -270,6 +270,11 @@ def _add_model_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--kernel", dest="interest", action="append", default=[], metavar="NAME",
                      help="a kernel of interest: key whatever its share (repeatable)")
     sub.add_argument("--scaling", choices=("strong", "weak"), default="strong")
+    sub.add_argument("--mode", choices=("auto", "counters", "time"), default="auto",
+                     help="counters: each key kernel as instructions x CPI / f plus its memory "
+                          "term (Eq. 2; cycles derived from sampled time where none are "
+                          "counted); time: each kernel's time its own fit; auto (default): "
+                          "counters where the table and --machine allow it")
 
 
 def _add_predict(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -556,7 +561,7 @@ def _model_inputs(args: argparse.Namespace, params: list[str],
     return comm, {"machine": machine, "app_kernel": args.app_kernel,
                   "per_rank_params": per_rank, "threshold": args.threshold,
                   "scaling": args.scaling, "interest": frozenset(args.interest),
-                  "work": args.work}
+                  "work": args.work, "mode": args.mode}
 
 
 def _read_with_params(args: argparse.Namespace, path: Path,

@@ -4,19 +4,22 @@ built from a measurements table. apmt.predict evaluates it at points.
 
     T_app = sum_i (T_comp_i + BF_mem_i * T_mem_i) + BF_comm * T_comm + T_others
 
-Counter mode (a kernel with ``instructions`` and ``cycles``, and a machine file):
-    T_comp_i = instructions_i(P) * CPI_i / f, with CPI_i the mean over runs of the computing
-        cycles per instruction, (cycles - stall_cycles) / instructions, and its deviation
-        (Eq. 4) reported;
+Counter mode (a kernel with ``instructions`` and cycles, counted or derived from its sampled
+time and the machine file's clock, apmt.counters; and a machine file):
+    T_comp_i = instructions_i(P) * CPI_i / f, with CPI_i the computing cycles per instruction
+        and its deviation over runs (Eq. 4) reported;
     T_mem_i  = (l1_hits*L1 + l2_hits*L2 + llc_hits*LLC + memory_accesses*MEM) / f, with
-        memory_accesses = llc_misses;
-    BF_mem_i = T_stall_i / T_mem_i, so BF_mem_i * T_mem_i = stall_cycles_i(P) / f; a kernel
-        refined at a lower frequency (Cpi.bf_mem, apmt.refine) takes its solved BF_mem times
-        T_mem instead.
-Time mode (most real data, which has only ``time``): a kernel's time is its own fit, and the
+        memory_accesses = llc_misses, over the levels the counters measure;
+    BF_mem_i * T_mem_i, the memory time not overlapped, by the kernel's path: counted stall
+        cycles (stall_cycles_i(P) / f, CPI_i = (cycles - stalls) / instructions); a
+        lower-frequency rerun's solution (Eq. 5, apmt.refine); CPI_core and BF_mem split
+        across the runs already made (apmt.counters); or none, when the data does not
+        determine it: CPI_i is then the whole CPI and the memory term zero.
+Time mode (no instructions, no clock, or asked for): a kernel's time is its own fit, and the
 model says so. Values are per rank, so Eq. 2's division by P is already done.
 
-T_comm is the sum of the operations' Hockney models when a communication table is given, else
+T_comm is the sum of the operations' models (Hockney or LogGP, apmt.comm) when a
+communication table is given, else
 the sum of the fits of the MPI calls found among the kernels. BF_comm is
 (T_mapp - T_mcomp) / T_mcomm from runs that measured the application time (kernel ``<app>``),
 else 1 (the bulk-synchronous case). T_others is the fit of the aggregated kernel.
@@ -33,13 +36,14 @@ import json
 import platform
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from apmt import __version__
+from apmt import counters as counter_mode
 from apmt.comm import Operation, comm_points, fit_operations
 from apmt.errors import ApmtError
 from apmt.fit import SeriesFit
@@ -60,6 +64,7 @@ from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
 
 MODEL_FORMAT = "apmt-model/2"
 FORMAT_1 = "apmt-model/1"
+MODES = ("auto", "counters", "time")
 MODELLED = ("key", "non-scalable", "runtime", "application", "nested")
 PARTS = ("comp_time", "mem_time", "comm_time", "others_time")
 PART_LABELS = {"comp_time": "computation", "mem_time": "memory (not overlapped)",
@@ -125,25 +130,34 @@ class LeftOut:
 
 @dataclass
 class Cpi:
-    """A kernel's computing cycles per instruction (Eq. 4): the mean over runs, its
-    deviation, each run's; after a lower-frequency refinement (Eq. 5) CPI_core, BF_mem and
-    what they replaced (``refined``)."""
+    """A kernel's computing cycles per instruction (Eq. 4): the mean over runs (or CPI_core
+    split from them), its deviation, each run's CPI; BF_mem where a path gave one (``path``,
+    apmt.counters: counted stalls, lower frequency, across runs, none) with ``why``, and the
+    intervals and predictive spread of the split; after a lower-frequency refinement (Eq. 5)
+    what it replaced (``refined``)."""
 
     cpi: float
     deviation: float
     per_run: dict[str, float]
     bf_mem: float | None = None
     refined: dict | None = None
+    path: str | None = None
+    why: str | None = None
+    cpi_sd: float | None = None
+    cpi_core_interval: list[float] | None = None
+    bf_mem_interval: list[float] | None = None
+    levels: list[str] | None = None
 
     def to_dict(self) -> dict:
         data = {"cpi": self.cpi, "deviation": self.deviation, "per_run": self.per_run}
-        optional = {"refined": self.refined, "bf_mem": self.bf_mem}
+        optional = {name: getattr(self, name) for name in (
+            "refined", "bf_mem", "path", "why", "cpi_sd", "cpi_core_interval",
+            "bf_mem_interval", "levels")}
         return {**data, **{key: value for key, value in optional.items() if value is not None}}
 
     @staticmethod
     def from_dict(data: dict) -> Cpi:
-        return Cpi(data["cpi"], data["deviation"], data["per_run"], data.get("bf_mem"),
-                   data.get("refined"))
+        return Cpi(**{entry.name: data.get(entry.name) for entry in fields(Cpi)})
 
 
 @dataclass
@@ -173,6 +187,7 @@ class Model:
     runtime: dict[str, list[str]] = field(default_factory=dict)
     interest: list[str] = field(default_factory=list)
     calibration: dict = field(default_factory=dict)
+    counters: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     provenance: dict | None = None
     work: str | None = None     # the work per rank as an expression (apmt.work), if given
@@ -200,8 +215,10 @@ class Model:
         return fit.function if fit is not None else "(not fitted)"
 
     def kernel_metric(self, kernel: str) -> str:
-        """The metric that carries a kernel's time: instructions in counter mode, else time."""
-        if self.mode == "counters" and kernel in self.cpi:
+        """The metric that carries a kernel's time: instructions in counter mode (where they
+        were fitted), else time."""
+        if self.mode == "counters" and kernel in self.cpi and \
+                self.fit_of(kernel, "instructions") is not None:
             return "instructions"
         return TIME_METRIC
 
@@ -274,10 +291,8 @@ class Model:
     def from_dict(data: dict) -> Model:
         """The model of a file's content (of the current format; apmt-model/1 through
         from_format_1)."""
-        values = {entry.name: data[entry.name] for entry in fields(Model)
-                  if entry.name not in ("provenance", "work")}
-        values["provenance"] = data.get("provenance")
-        values["work"] = data.get("work")
+        values = {entry.name: data[entry.name] if entry.name in data else _default(entry)
+                  for entry in fields(Model)}
         values["series"] = [FittedSeries.from_dict(entry) for entry in data["series"]]
         values["left_out"] = [LeftOut.from_dict(entry) for entry in data["left_out"]]
         values["communication"] = [Operation.from_dict(entry)
@@ -286,6 +301,15 @@ class Model:
         values["machine"] = check_machine(data["machine"], "the model's machine") \
             if data["machine"] is not None else None
         return Model(**values)
+
+
+def _default(entry: Field) -> object:
+    """A field's default for a file that predates it; a required field is missing."""
+    if entry.default_factory is not MISSING:
+        return entry.default_factory()
+    if entry.default is not MISSING:
+        return entry.default
+    raise KeyError(entry.name)
 
 
 def from_format_1(data: dict) -> dict:
@@ -309,12 +333,18 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
                 comm: pd.DataFrame | None = None, machine: Machine | None = None,
                 app_kernel: str | None = None, per_rank_params: frozenset[str] = frozenset(),
                 threshold: float = 0.05, scaling: str | None = None,
-                interest: frozenset[str] = frozenset(), work: str | None = None) -> Model:
+                interest: frozenset[str] = frozenset(), work: str | None = None,
+                mode: str = "auto") -> Model:
     """Classify kernels, fit every series that the model needs, and assemble Eq. 2.
     ``scaling`` is weak when a parameter is per rank (the work per rank stays as P grows),
     else strong, unless given; the kernels of ``interest`` are key whatever their share;
-    ``work``: the work per rank as an expression (apmt.work), in the fits for ``size/p``."""
+    ``work``: the work per rank as an expression (apmt.work), in the fits for ``size/p``.
+    ``mode``: counters (Eq. 2's CPI and memory terms, apmt.counters), time (each kernel's
+    time its own fit), or auto: counters where the table and the machine allow it."""
+    if mode not in MODES:
+        raise ApmtError(f"{source}: mode {mode!r} is not one of {', '.join(MODES)}")
     table, runtime = runtime_buckets(points(measurements, params), params)
+    table, counted = counter_mode.complete(table, machine)
     app_kernel = app_kernel or (APP_KERNEL if APP_KERNEL in set(table["kernel"]) else None)
     if app_kernel is not None and app_kernel not in set(table["kernel"]):
         raise ApmtError(f"{source}: application kernel {app_kernel!r} not found")
@@ -351,7 +381,11 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         bf_comm, bf_comm_note = 1.0, (
             f"1: the measured application time exceeds computation plus MPI in every run; "
             f"the rest is modelled as {UNACCOUNTED} (start-up, waits outside MPI)")
-    cpi = _cpi(table, modelled, params)
+    cpi = _cpi(counter_mode.per_run(table, counted, machine, params), modelled)
+    _memory_levels(cpi, series, table, counted.levels)
+    if mode == "counters" and not (cpi and machine is not None):
+        raise ApmtError(f"{source}: counter mode needs each kernel's instructions, its cycles "
+                        "(or sampled time, with a machine file's clock) and a machine file")
     model = Model(
         params=params, per_rank_params=sorted(per_rank_params), app_kernel=app_kernel,
         scaling=scaling, threshold=threshold, kernels=kernels.to_dict("records"),
@@ -360,9 +394,10 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         cpi=cpi, machine=machine,
         contention=_contention(table, {k for k, c in classes.items() if c == "key"}),
         communication=operations, bf_comm=bf_comm, bf_comm_note=bf_comm_note,
-        mode="counters" if cpi and machine is not None else "time", cost_metric=metric,
-        runtime=runtime, interest=sorted(interest),
-        calibration={"regime": fitted.regime, "intervals": fitted.calibration}, work=work)
+        mode="counters" if cpi and machine is not None and mode != "time" else "time",
+        cost_metric=metric, runtime=runtime, interest=sorted(interest),
+        calibration={"regime": fitted.regime, "intervals": fitted.calibration},
+        counters=counted.to_dict() if cpi else {}, work=work)
     model.error_correlation = _error_correlation(model)
     model.notes = _notes(model) + fitted.notes + comm_notes + [note for note in (
         nesting.note, missing_interest(table, interest), _runtime_note(runtime)) if note]
@@ -445,26 +480,63 @@ def _series_entries(fitted: TableFit) -> tuple[list[FittedSeries], list[LeftOut]
              for (kernel, metric), reason in fitted.left_out.items()])
 
 
-def _cpi(table: pd.DataFrame, kernels: set[str], params: list[str]) -> dict[str, Cpi]:
-    """CPI per kernel with counters: the mean over runs and its deviation (Eq. 4)."""
-    run = ["p", *params]
-    wide = table.pivot_table(index=["kernel", *run], columns="metric", values="value",
-                             aggfunc="mean")
-    if not {"cycles", "instructions"} <= set(wide.columns):
-        return {}
-    stalls = wide["stall_cycles"] if "stall_cycles" in wide.columns else 0.0
-    per_run = ((wide["cycles"] - stalls) / wide["instructions"]).dropna()
+def _cpi(runs: pd.DataFrame, kernels: set[str]) -> dict[str, Cpi]:
+    """CPI per kernel from its runs (apmt.counters.per_run): with counted stalls the mean
+    computing CPI, (cycles - stalls) / instructions, whose memory term is the stalls' fit;
+    else CPI_core and BF_mem split across the runs where they determine it (Eq. 4's
+    deviation is that of the runs' CPI either way)."""
     result = {}
-    for kernel, values in per_run.groupby(level="kernel"):
-        if kernel in kernels:
-            cpi = values.to_numpy(float)
-            deviation = float(np.sum((cpi - cpi.mean()) ** 2) / (len(cpi) - 1)) if len(cpi) > 1 \
-                else float("nan")
-            runs = [",".join(f"{name}={value:g}" for name, value in zip(run, key[1:], strict=True))
-                    for key in values.index]
-            result[kernel] = Cpi(float(cpi.mean()), deviation,
-                                 dict(zip(runs, cpi.tolist(), strict=True)))
+    if runs.empty:
+        return result
+    for kernel, values in runs.groupby(level="kernel"):
+        if kernel not in kernels:
+            continue
+        stalls = values["stall_cycles"] if "stall_cycles" in values.columns else None
+        counted = stalls is not None and bool(stalls.notna().all())
+        per_run = (values["cycles"] - stalls) / values["instructions"] if counted \
+            else values["cpi"]
+        labels = [",".join(f"{name}={value:g}" for name, value in
+                           zip(values.index.names[1:], key[1:], strict=True))
+                  for key in values.index]
+        cpi = per_run.to_numpy(float)
+        deviation = float(np.sum((cpi - cpi.mean()) ** 2) / (len(cpi) - 1)) if len(cpi) > 1 \
+            else float("nan")
+        entry = Cpi(float(cpi.mean()), deviation, dict(zip(labels, cpi.tolist(), strict=True)))
+        if counted:
+            entry.path, entry.why = counter_mode.COUNTED, "stall cycles counted"
+            entry.cpi_sd = float(cpi.std(ddof=1) * np.sqrt(1 + 1 / len(cpi))) \
+                if len(cpi) > 1 else None
+        else:
+            split = counter_mode.split(values)
+            entry.cpi, entry.bf_mem, entry.path, entry.why = (
+                split.cpi_core, split.bf_mem, split.path, split.why)
+            entry.cpi_sd = split.cpi_sd if np.isfinite(split.cpi_sd) else None
+            entry.cpi_core_interval = list(split.cpi_core_interval) \
+                if split.cpi_core_interval else None
+            entry.bf_mem_interval = list(split.bf_mem_interval) \
+                if split.bf_mem_interval else None
+        result[kernel] = entry
     return result
+
+
+def _memory_levels(cpi: dict[str, Cpi], series: list[FittedSeries], table: pd.DataFrame,
+                   levels: tuple[str, ...]) -> None:
+    """The levels each kernel split across runs sums in T_mem at new points; a kernel whose
+    T_mem cannot be predicted (a level neither fitted nor zero throughout) falls back to its
+    mean CPI, with why."""
+    for kernel, entry in cpi.items():
+        if entry.path != counter_mode.ACROSS:
+            continue
+        fitted = {item.metric for item in series if item.kernel == kernel}
+        rows = table[table["kernel"] == kernel]
+        zero = {metric for metric, values in rows.groupby("metric")["value"]
+                if (values == 0).all()}
+        entry.levels, why = counter_mode.fitted_levels(levels, fitted, zero)
+        if entry.levels is None:
+            entry.cpi, entry.bf_mem, entry.path = float(np.mean(list(entry.per_run.values()))), \
+                None, counter_mode.NONE
+            entry.cpi_core_interval = entry.bf_mem_interval = None
+            entry.why = f"{entry.why}; not taken: {why}"
 
 
 def _contention(table: pd.DataFrame, kernels: set[str]) -> dict[str, float]:
@@ -513,12 +585,23 @@ def _error_correlation(model: Model) -> dict:
     return {"rho": rho, "pairs": pairs, "basis": basis}
 
 
+def _paths_note(model: Model) -> list[str]:
+    """Which path each counter-mode kernel's BF_mem took (apmt.counters), one note each."""
+    return [f"{kernel}: CPI_core {entry.cpi:.3g}, BF_mem "
+            + (f"{entry.bf_mem:.3g}" if entry.bf_mem is not None else "none")
+            + f" ({entry.path}: {entry.why})" for kernel, entry in model.cpi.items()
+            if model.kernel_metric(kernel) == "instructions" and entry.path]
+
+
 def _notes(model: Model) -> list[str]:
     notes = []
     if model.mode == "time":
-        why = "no machine file" if model.cpi else "no cycles were measured"
+        why = "time mode asked for" if model.cpi and model.machine is not None else \
+            "no machine file" if model.cpi else "no cycles were measured or derived"
         notes.append(f"time-only model ({why}): each kernel's time is its own fit, "
                      "without the CPI and memory terms of Eq. 2")
+    else:
+        notes += list(model.counters.get("notes", [])) + _paths_note(model)
     for kernel, ratio in model.contention.items():
         if ratio > CONTENTION_LIMIT:
             notes.append(f"memory contention: E = LLC misses / memory accesses = {ratio:.2g} "

@@ -13,6 +13,7 @@ import pandas as pd
 
 from apmt import trust
 from apmt.comm import Operation
+from apmt.counters import LEVELS, Z90, memory_cycles
 from apmt.kernels import OTHERS
 from apmt.model import NO_TIME, PARTS, UNACCOUNTED, LeftOut, Model
 from apmt.series import point_values
@@ -240,17 +241,21 @@ class _Sum:
 
 
 def _kernel_time(model: Model, kernel: str, values: dict) -> dict[str, Bounds]:
-    """Computation and non-overlapped memory time of one kernel at the points."""
+    """Computation and non-overlapped memory time of one kernel at the points. In counter
+    mode the computation's interval holds the instructions' and the CPI's spread over runs
+    (they are independent: one from the fit in P, one from the runs' scatter)."""
     if model.kernel_metric(kernel) == TIME_METRIC:
         return {"comp_time": model.fit_of(kernel, TIME_METRIC).predict(values)}
     frequency = model.machine.hertz
     instructions = model.fit_of(kernel, "instructions").predict(values)
     entry = model.cpi[kernel]
-    result = {"comp_time": tuple(b * entry.cpi / frequency for b in instructions)}
+    result = {"comp_time": _with_spread(tuple(b * entry.cpi / frequency for b in instructions),
+                                        (entry.cpi_sd or 0.0) / entry.cpi)}
     total = memory_time(model, kernel, values) if entry.bf_mem is not None else None
     stalls = model.fit_of(kernel, "stall_cycles")
     if total is not None:
-        # refined at a lower frequency (Eq. 5): BF_mem * T_mem, with the instructions' bounds
+        # BF_mem (a lower-frequency rerun's or split across runs) * T_mem, with the
+        # instructions' relative bounds
         result["mem_time"] = tuple(entry.bf_mem * total * b / instructions[0]
                                    for b in instructions)
     elif stalls is not None:
@@ -258,15 +263,22 @@ def _kernel_time(model: Model, kernel: str, values: dict) -> dict[str, Bounds]:
     return result
 
 
+def _with_spread(bounds: Bounds, relative_sd: float) -> Bounds:
+    """Bounds widened by an independent relative spread (its 90% part), in quadrature."""
+    predicted, lower, upper = bounds
+    extra = predicted * Z90 * relative_sd
+    return (predicted, predicted - np.hypot(predicted - lower, extra),
+            predicted + np.hypot(upper - predicted, extra))
+
+
 def memory_time(model: Model, kernel: str, values: dict) -> np.ndarray | None:
-    """T_mem of Eq. 3 from the fitted hit counts and the machine's latencies, in seconds."""
-    latencies = model.machine.latency_cycles
-    levels = {"l1_hits": "l1", "l2_hits": "l2", "llc_hits": "llc", "llc_misses": "memory"}
-    total = None
-    for metric, level in levels.items():
-        fit = model.fit_of(kernel, metric)
-        if fit is None:
-            return None
-        cycles = fit.predict(values)[0] * latencies[level]
-        total = cycles if total is None else total + cycles
-    return total / model.machine.hertz
+    """T_mem of Eq. 3 from the fitted hit counts of the levels the kernel's split sums (else
+    those the model's counters measure, all four unless it says) and the machine's
+    latencies, in seconds."""
+    levels = model.cpi[kernel].levels if kernel in model.cpi and model.cpi[kernel].levels \
+        is not None else tuple(model.counters.get("levels", LEVELS))
+    fits = {metric: model.fit_of(kernel, metric) for metric in levels}
+    if not fits or any(fit is None for fit in fits.values()):
+        return None
+    counts = pd.DataFrame({metric: fit.predict(values)[0] for metric, fit in fits.items()})
+    return memory_cycles(counts, model.machine, tuple(levels)).to_numpy(float) / model.machine.hertz

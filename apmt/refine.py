@@ -27,6 +27,7 @@ import pandas as pd
 
 from apmt.accepted import AcceptedP
 from apmt.collect.cpufreq import cpu_freq_option
+from apmt.counters import LEVELS, memory_cycles
 from apmt.decision import Decision
 from apmt.errors import ApmtError
 from apmt.model import Model
@@ -41,7 +42,6 @@ PART_METRICS = {None: TIME_METRIC, "computation": "computation_time",
                 "communication": "comm_time", "others": "others_time"}
 TIE_DECIMALS = 4             # relative widths equal to 0.01 percentage points are ties
 FREQUENCY_INPUTS = ("instructions", "cycles", "l1_hits", "l2_hits", "llc_hits", "llc_misses")
-CACHE_LEVELS = {"l1_hits": "l1", "l2_hits": "l2", "llc_hits": "llc"}
 
 
 # ------------------------------------------------------------------------- choosing new P
@@ -326,11 +326,7 @@ def frequency_points(measurements: pd.DataFrame, machine: dict) -> pd.DataFrame:
     if missing:
         raise ApmtError(f"frequency runs: no {missing[0]!r} counter (Eq. 5 needs "
                         f"{', '.join(FREQUENCY_INPUTS)})")
-    latency = machine.latency_cycles
-    memory_ns = machine.group("latency_ns").get(
-        "memory", latency["memory"] / float(machine.frequency_ghz))
-    cycles = sum(wide[metric] * latency[level] for metric, level in CACHE_LEVELS.items())
-    cycles = cycles + wide["llc_misses"] * memory_ns * wide["frequency_ghz"]
+    cycles = memory_cycles(wide, machine, tuple(LEVELS), wide["frequency_ghz"])
     wide["cpi"] = wide["cycles"] / wide["instructions"]
     wide["t_mem"] = cycles / wide["instructions"]
     return wide[["kernel", "p", "frequency_ghz", "cpi", "t_mem"]].dropna()
