@@ -59,9 +59,13 @@ class Counters:
 
 def complete(table: pd.DataFrame, machine: Machine | None) -> tuple[pd.DataFrame, Counters]:
     """The table with cachegrind's last-level hits added (D1 misses - last-level misses),
-    and how its counters serve counter mode."""
+    and how its counters serve counter mode; without a machine file (no latencies, no
+    clock) the table as it is."""
     metrics = set(table["metric"])
     notes = []
+    if machine is None:     # no latencies: no memory term to complete
+        return table, Counters("counted" if "cycles" in metrics else "none", None,
+                               tuple(metric for metric in LEVELS if metric in metrics), ())
     if "llc_hits" not in metrics and {"l1d_misses", "llc_misses"} <= metrics:
         table = pd.concat([table, _llc_hits(table)], ignore_index=True)
         metrics.add("llc_hits")
@@ -71,7 +75,7 @@ def complete(table: pd.DataFrame, machine: Machine | None) -> tuple[pd.DataFrame
     levels = tuple(metric for metric in LEVELS if metric in metrics)
     if "cycles" in metrics:
         return table, Counters("counted", None, levels, tuple(notes))
-    if machine is None or not {TIME_METRIC, "instructions"} <= metrics:
+    if not {TIME_METRIC, "instructions"} <= metrics:
         return table, Counters("none", None, levels, tuple(notes))
     clock = float(machine.frequency_ghz)
     notes.append(f"cycles derived, not counted: each kernel's sampled on-CPU time x "

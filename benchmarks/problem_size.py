@@ -6,7 +6,10 @@ from). apmt's model (Eq. 2, with the MPI traces) is fitted on the LJ melt at siz
 (lammps/p1-32 and lammps/lj-size0.8-p1-32, P <= 8), and at size 0.8 alone, and predicts size
 1.0 at P = 1, 2, 4, 8 (lammps/lj-size1.0-p1-8, profiled for this): once with the work per rank
 ``size**3 / p`` (the atoms per rank: apmt.work) and once with the default ``size / p``; the
-naive power law (apmt.modelers' powerlaw, a * P^b * size^c per series) beside them. Prints
+naive power law (apmt.modelers' powerlaw, a * P^b * size^c per series) beside them; and in
+counter mode with the work expression (each key kernel's time as its terms of Eq. 2: the
+instructions' fit x CPI_core / f plus BF_mem x T_mem, cycles derived from the sampled time and
+the machine file's clock). Prints
 the relative error of each key kernel's time and instructions and of the application's time
 per P, then the medians.
 
@@ -25,10 +28,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from apmt.model import build_model
+from apmt.machine import load_machine
+from apmt.model import Model, build_model
 from apmt.modelers import MODELERS
-from apmt.predict import predict
-from apmt.series import points
+from apmt.predict import contributions, predict
+from apmt.series import point_values, points
 from apmt.tables import APP_KERNEL, TIME_METRIC, read_table
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -36,6 +40,7 @@ SCENARIOS = {"sizes 0.6, 0.8": ("lammps/p1-32", "lammps/lj-size0.8-p1-32"),
              "size 0.8": ("lammps/lj-size0.8-p1-32",)}
 TARGET = "lammps/lj-size1.0-p1-8"
 WORK = "size**3 / p"
+MACHINE = "generic-x86-2core-vm"
 MAX_P = 8
 PARAMS = ["size"]
 METRICS = (TIME_METRIC, "instructions")
@@ -62,14 +67,18 @@ def _scenario(data: Path, folders: tuple[str, ...], measured: pd.DataFrame) -> p
     comm = _read(data, folders, "comm.csv", "communication")
     models = {f"apmt work={WORK}": build_model(measurements, PARAMS, source="lammps",
                                                 comm=comm, work=WORK),
-              "apmt size/p": build_model(measurements, PARAMS, source="lammps", comm=comm)}
+              "apmt size/p": build_model(measurements, PARAMS, source="lammps", comm=comm),
+              f"apmt counters work={WORK}": build_model(
+                  measurements, PARAMS, source="lammps", comm=comm, work=WORK,
+                  machine=load_machine(MACHINE), mode="counters")}
     keys = sorted({row["kernel"] for model in models.values() for row in model.kernels_of("key")})
     measured = measured[measured["metric"].isin(METRICS)
                         & measured["kernel"].isin([*keys, APP_KERNEL])]
     targets = measured[["p", "size"]].drop_duplicates().sort_values("p")
     frames = []
     for method, model in models.items():
-        predicted = predict(model, targets)[["kernel", "metric", "p", "size", "predicted"]]
+        predicted = _with_kernel_terms(model, targets, predict(model, targets)[
+            ["kernel", "metric", "p", "size", "predicted"]])
         frames.append(measured.merge(predicted, on=["kernel", "metric", "p", "size"])
                       .rename(columns={"value": "measured"}).assign(method=method))
     train = points(measurements, PARAMS).merge(measured[["kernel", "metric"]].drop_duplicates())
@@ -79,6 +88,23 @@ def _scenario(data: Path, folders: tuple[str, ...], measured: pd.DataFrame) -> p
                                                    "measured", "predicted"]]
     result["error"] = np.abs(result["predicted"] - result["measured"]) / result["measured"]
     return result
+
+
+def _with_kernel_terms(model: Model, targets: pd.DataFrame, predicted: pd.DataFrame
+                       ) -> pd.DataFrame:
+    """In counter mode a kernel's time is its terms of Eq. 2 (instructions x CPI_core / f and
+    its memory term), not its own time fit: those replace the time rows."""
+    if model.mode != "counters":
+        return predicted
+    values = point_values(targets, PARAMS)
+    terms = [targets[["p", "size"]].reset_index(drop=True).assign(kernel=source,
+                                                                  predicted=bounds[0])
+             for source, _, operation, bounds in contributions(model, values)
+             if operation is None and model.kernel_metric(source) == "instructions"]
+    summed = pd.concat(terms).groupby(["kernel", "p", "size"], as_index=False).sum() \
+        .assign(metric=TIME_METRIC)
+    keep = ~((predicted["metric"] == TIME_METRIC) & predicted["kernel"].isin(summed["kernel"]))
+    return pd.concat([predicted[keep], summed], ignore_index=True)
 
 
 def medians(result: pd.DataFrame) -> pd.DataFrame:
