@@ -27,7 +27,7 @@ import pandas as pd
 
 from apmt.accepted import AcceptedP
 from apmt.collect.cpufreq import cpu_freq_option
-from apmt.counters import LEVELS, memory_cycles
+from apmt.counters import FREQUENCY, LEVELS, memory_cycles
 from apmt.decision import Decision
 from apmt.errors import ApmtError
 from apmt.model import Model
@@ -388,7 +388,9 @@ def apply_frequency_solution(model: Model, solution: pd.DataFrame) -> dict:
             continue
         entry.refined = {"method": "lower frequency (paper 000, Eq. 5)",
                          "cpi_before": entry.cpi, "residual": row.residual}
-        entry.cpi, entry.bf_mem = row.cpi_core, row.bf_mem
+        entry.cpi, entry.bf_mem, entry.path = row.cpi_core, row.bf_mem, FREQUENCY
+        entry.why = f"solved from {row.frequencies} clocks, residual {row.residual:.2g}"
+        entry.cpi_core_interval = entry.bf_mem_interval = None
         applied.append(f"{row.kernel}: CPI_core {row.cpi_core:.3g}, BF_mem {row.bf_mem:.3g}")
     refined.notes = [*refined.notes,
                      *(["refined at a lower frequency: " + "; ".join(applied)] if applied

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
 import numpy as np
+from scipy import optimize
 
 from apmt.errors import ApmtError
 
@@ -117,3 +118,26 @@ def _value(node: ast.AST, values: Mapping[str, np.ndarray]) -> np.ndarray | floa
         operand = _value(node.operand, values)
         return -operand if isinstance(node.op, ast.USub) else operand
     return FUNCTIONS[node.func.id](_value(node.args[0], values))
+
+
+def constant_work(text: str, values: Mapping[str, np.ndarray], grown: Iterable[str],
+                  target: float) -> np.ndarray | None:
+    """The factor per point by which the ``grown`` parameters (from ``values``) scale so that
+    the work per rank stays ``target``: weak scaling as the expression says (LAMMPS'
+    ``size**3 / p`` grows size as the cube root of P, not as P). None where the expression
+    does not reach the target by scaling them (it does not depend on them)."""
+    grown = set(grown)
+
+    def gap(log_factor: float, index: int) -> float:
+        point = {name: np.atleast_1d(np.asarray(column, float)[index])
+                 * (np.exp(log_factor) if name in grown else 1.0)
+                 for name, column in values.items()}
+        return float(np.log(evaluate_work(text, point)[0]) - np.log(target))
+
+    factors = []
+    for index in range(len(values["p"])):
+        try:
+            factors.append(np.exp(optimize.brentq(gap, -40.0, 40.0, args=(index,))))
+        except ValueError:      # no sign change: the work does not move with them
+            return None
+    return np.asarray(factors)

@@ -58,7 +58,7 @@ def breakdown(model, measured: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame
     others) beside the measured computation, communication and others."""
     parts = assemble(model, point_values(measured, PARAMS))
     frame = measured[["p"]].reset_index(drop=True).assign(
-        **{part: parts[part][0] for part in PARTS})
+        **{part: parts[part][0] for part in PARTS}, time=parts["time"][0])
     observed = rows.pivot_table(index="p", columns="metric", values="measured")
     return frame.merge(observed.add_prefix("measured_").reset_index(), on="p")
 

@@ -182,7 +182,9 @@ def scaling_counters(p_values: list[int]) -> pd.DataFrame:
 
 def test_the_round_after_the_rerun_validates_with_the_accepted_solution(
         cli, tmp_path: Path) -> None:
-    """Without the solution the model's one CPI misses the held-out P; with it, exact."""
+    """CPI varies with P here (its memory traffic partly stays), so one mean CPI would miss
+    the held-out P: the runs across P already split CPI_core and BF_mem (apmt.counters), and
+    the rerun's solution, accepted, validates exactly too."""
     machine = tmp_path / "machine.yaml"
     machine.write_text(yaml.safe_dump({**MACHINE.to_dict(), "name": "test"}))
     table, frequency = tmp_path / "measurements.csv", tmp_path / "frequency.csv"
@@ -207,6 +209,6 @@ def test_the_round_after_the_rerun_validates_with_the_accepted_solution(
 
     first, _ = round_error()
     refined, decision = round_error("--frequency-table", frequency)
-    assert first > 0.05 and refined < 0.01, (first, refined)
+    assert first < 0.01 and refined < 0.01, (first, refined)
     assert decision["keeps_model"] is False and decision["frequency_solution"]["accepted"]
     assert "validated with it" in decision["reason"]

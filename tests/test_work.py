@@ -11,10 +11,12 @@ import pandas as pd
 import pytest
 
 from apmt.errors import ApmtError
-from apmt.model import load_model
+from apmt.model import build_model, load_model
 from apmt.series import fit_plan
 from apmt.study import check_study
 from apmt.work import evaluate_work, parse_work, work_names
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 NAMES = ["p", "size", "ne"]
 
@@ -122,3 +124,22 @@ def test_the_model_records_the_work_and_predicts_another_size_with_it(
     del saved["work"]                      # a model file from before the field
     model_file.write_text(json.dumps(saved))
     assert load_model(model_file).work is None
+
+
+def test_weak_scaling_keeps_the_work_per_rank_of_the_expression():
+    """LAMMPS' work size**3 / p: weak scaling grows size as the cube root of P (not as P),
+    so the atoms per rank stay as at the largest measured run."""
+    from apmt.diagnose.scaling import scale_values
+    from apmt.work import constant_work
+
+    factors = constant_work("size ** 3 / p", {"p": np.array([8.0, 64.0]),
+                                              "size": np.array([1.0, 1.0])}, ["size"], 1 / 8)
+    assert factors == pytest.approx([1.0, 2.0])
+    assert constant_work("p * 2", {"p": np.array([2.0]), "size": np.array([1.0])},
+                         ["size"], 1.0) is None
+    table = pd.read_csv(DATA / "lammps" / "p1-32" / "measurements.csv")
+    model = build_model(table[table["p"] <= 8], ["size"], source="lammps",
+                        work="size**3 / p", scaling="weak")
+    values, setting = scale_values(model, table[table["p"] <= 8], [8, 64, 512], "weak")
+    assert values["size"] == pytest.approx([0.6, 1.2, 2.4])
+    assert "size**3 / p" in setting.replace(" ** ", "**")

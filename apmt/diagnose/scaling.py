@@ -54,6 +54,7 @@ from apmt.predict import application_trust, assemble, contributions
 from apmt.series import MIN_DISTINCT_P, measured_points, per_run, points, scale_points
 from apmt.tables import APP_KERNEL, TIME_METRIC, check_table, parameter_columns
 from apmt.trust import UNSUPPORTED
+from apmt.work import constant_work, evaluate_work, work_names
 
 TOP_RANKS = 3          # "among the top" of the kernel ranking: paper 001 tunes the top few
 RISE_CAUSES = 3        # components named as the cause of a rise, the largest growth first
@@ -139,6 +140,10 @@ def scale_values(model: Model, measurements: pd.DataFrame, p_values: Sequence[fl
     per_rank = set(model.per_rank_params)
     described = [f"{name}={value:.10g}" + (" per rank" if name in per_rank else "")
                  for name, value in largest.items()]
+    by_work = _weak_by_work(model, measurements, values, described) \
+        if mode == "weak" and _grown_by_work(model) else None
+    if by_work is not None:
+        return by_work
     if mode == "weak":
         p_ref = float(measurements["p"].max())
         for name in _total_params(model):
@@ -146,6 +151,36 @@ def scale_values(model: Model, measurements: pd.DataFrame, p_values: Sequence[fl
             values[name] = work * p
             described = [d for d in described if not d.startswith(f"{name}=")]
             described.append(f"{name}/P={work:.4g} as at P={p_ref:g}")
+    return values, ", ".join(described)
+
+
+def _grown_by_work(model: Model) -> list[str]:
+    """The total parameters the model's work expression reads: weak scaling grows them."""
+    return sorted(set(_total_params(model)) & work_names(model.work)) if model.work else []
+
+
+def _weak_by_work(model: Model, measurements: pd.DataFrame, values: dict[str, np.ndarray],
+                  described: list[str]) -> tuple[dict[str, np.ndarray], str] | None:
+    """Weak scaling by the work expression: its parameters grow from the largest measured
+    run so that the work per rank stays as there (apmt.work.constant_work); None when
+    growing them cannot keep it (then each grows with P)."""
+    p_ref = float(measurements["p"].max())
+    reference = measurements[measurements["p"] == p_ref]
+    base = {"p": np.array([p_ref]), **{name: np.array([float(reference[name].max())])
+                                       for name in model.params}}
+    target = float(evaluate_work(model.work, base)[0])
+    grown = _grown_by_work(model)
+    factors = constant_work(model.work, {**values, **{name: np.full(len(values["p"]),
+                                                                     base[name][0])
+                                                      for name in grown}}, grown, target)
+    if factors is None:
+        return None
+    values = dict(values)
+    for name in grown:
+        values[name] = base[name][0] * factors
+    described = [d for d in described if d.split("=")[0] not in grown]
+    described.append(f"{', '.join(grown)} grown so that {model.work} = {target:.4g} per rank "
+                     f"as at P={p_ref:g}")
     return values, ", ".join(described)
 
 
