@@ -255,8 +255,12 @@ def test_counter_mode_memory_part_and_checks(tmp_path: Path) -> None:
     model = build_model(table, [], source="counters", machine=machine)
     result = sections(study_folder(tmp_path, model, table))
     checks = section(result, "Memory contention")
-    warned = sorted((f.kernel, "CPI" in f.text) for f in checks.findings)
+    warned = sorted((f.kernel, "CPI" in f.text) for f in checks.findings
+                    if f.severity == "warning")
     assert warned == [("exchange", False), ("exchange", True)], checks.findings
+    modes = [f.text for f in checks.findings if f.severity == "info"]
+    assert modes[0].startswith("counter mode (Eq. 2)") and "cycles counted" in modes[0]
+    assert all(text.split(":")[0] in model.cpi for text in modes[1:])
     row = checks.table.set_index("kernel").loc["exchange"]
     assert row["contention"] == pytest.approx(1e-2, rel=1e-6)
     assert row["cpi_deviation"] > CPI_DEVIATION_LIMIT

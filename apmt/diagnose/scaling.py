@@ -533,8 +533,12 @@ def checks_section(model: Model) -> Section:
                           "contention": [contention.get(k, np.nan) for k in kernels],
                           "cpi": [cpi[k].cpi if k in cpi else np.nan for k in kernels],
                           "cpi_deviation": [cpi[k].deviation if k in cpi else np.nan
-                                            for k in kernels]})
-    findings = []
+                                            for k in kernels],
+                          "bf_mem": [cpi[k].bf_mem if k in cpi and cpi[k].bf_mem is not None
+                                     else np.nan for k in kernels],
+                          "bf_mem_path": [cpi[k].path or "" if k in cpi else ""
+                                          for k in kernels]})
+    findings = [Finding("info", text) for text in _counter_mode(model)]
     for kernel, ratio in contention.items():
         if ratio > CONTENTION_LIMIT:
             findings.append(Finding("warning", (
@@ -548,12 +552,31 @@ def checks_section(model: Model) -> Section:
                 f"{kernel}: CPI varies over runs, deviation (Eq. 4) {entry.deviation:.2g} > "
                 f"{CPI_DEVIATION_LIMIT:g} ({runs}): the model's constant CPI "
                 f"{entry.cpi:.3g} is doubtful for it"), kernel))
-    if not findings and kernels:
+    if len(findings) == len(_counter_mode(model)) and kernels:
         findings.append(Finding("info", (
             f"E <= {CONTENTION_LIMIT:g} and CPI deviation <= {CPI_DEVIATION_LIMIT:g} for "
             f"every kernel measured ({len(kernels)})")))
     return Section("Memory contention and CPI", findings, table if kernels else None,
                    _checks_note(contention, cpi))
+
+
+def _counter_mode(model: Model) -> list[str]:
+    """How the model's computation is built: counter mode with where its cycles come from
+    and, per key kernel, CPI_core and the path its BF_mem took; or time mode."""
+    if model.mode != "counters":
+        return []
+    cycles = model.counters.get("cycles", "counted")
+    origin = (f"derived from the sampled time x {model.counters.get('clock_ghz'):g} GHz"
+              if cycles == "derived" else "counted")
+    lines = [f"counter mode (Eq. 2): T_comp = instructions x CPI_core / f and BF_mem x T_mem "
+             f"per kernel; cycles {origin}"]
+    for row in model.kernels_of("key"):
+        entry = model.cpi.get(row["kernel"])
+        if entry is not None and model.kernel_metric(row["kernel"]) == "instructions":
+            blocking = f"{entry.bf_mem:.2g}" if entry.bf_mem is not None else "none"
+            lines.append(f"{row['kernel']}: CPI_core {entry.cpi:.3g}, BF_mem {blocking} "
+                         f"({entry.path}: {entry.why})")
+    return lines
 
 
 def _checks_note(contention: dict, cpi: dict) -> str | None:
