@@ -122,7 +122,8 @@ def test_a_studys_kernels_of_interest_reach_every_model(tmp_path: Path) -> None:
 
 def test_a_studys_work_scaling_and_volume_ratios_reach_the_model(tmp_path: Path) -> None:
     """A profiled study's file and an imported study's config give them: the fit, the
-    evaluation and the rounds get the work expression and the scaling, predict the ratios."""
+    evaluation and the rounds get the work expression, the scaling and a mode other than
+    auto, predict the ratios."""
     study = tmp_path / "sized.yaml"
     study.write_text(yaml.safe_dump({
         "name": "sized", "command": "lmp -var x {size}", "p": [1, 2, 4, 8],
@@ -133,7 +134,7 @@ def test_a_studys_work_scaling_and_volume_ratios_reach_the_model(tmp_path: Path)
         "sized": {"profile": str(study), "predict": [{"p": 8, "size": 1}]},
         "imported": {"import": {"paths": ["data/relearn/relearn_data.txt"]}, "params": ["n"],
                      "work": "n * log2(n)", "scaling": "weak",
-                     "volume_ratios": {"MPI_Allreduce": 2},
+                     "volume_ratios": {"MPI_Allreduce": 2}, "mode": "time",
                      "predict": [{"p": 1024, "n": 5000}]},
     }}))
     done = dry_run("--configfile", str(extra))
@@ -145,7 +146,8 @@ def test_a_studys_work_scaling_and_volume_ratios_reach_the_model(tmp_path: Path)
         assert lines and all("--work 'size ** 3 / p' --scaling weak" in line for line in lines), \
             (command, lines)
     assert "--at p=8,size=1 --volume-ratio all=2,p2p=1.5625 -o results/sized/" in done.stdout
-    assert "--param n --work 'n * log2(n)' --scaling weak" in done.stdout
+    assert "--param n --work 'n * log2(n)' --scaling weak --mode time" in done.stdout
+    assert all("--mode" not in line for line in done.stdout.splitlines() if fit in line)
     assert "--at n=5000,p=1024 --volume-ratio MPI_Allreduce=2 -o results/imported/" in \
         done.stdout
 

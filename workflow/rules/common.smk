@@ -525,7 +525,7 @@ def study_setting(study: str, key: str):
 
 
 def param_options(wildcards) -> str:
-    """--param, --per-rank-param, --work and --scaling: how the model sees the parameters
+    """--param, --per-rank-param, --work, --scaling and --mode: how the model sees the parameters
     (no --param means every parameter column in the table)."""
     settings = study_settings(wildcards)
     options = []
@@ -538,6 +538,8 @@ def param_options(wildcards) -> str:
         value = study_setting(wildcards.study, key)
         if value:
             options += [f"--{key}", value]
+    if settings["mode"] != "auto":
+        options += ["--mode", settings["mode"]]
     return shlex.join(options)
 
 
