@@ -586,11 +586,20 @@ def _error_correlation(model: Model) -> dict:
 
 
 def _paths_note(model: Model) -> list[str]:
-    """Which path each counter-mode kernel's BF_mem took (apmt.counters), one note each."""
-    return [f"{kernel}: CPI_core {entry.cpi:.3g}, BF_mem "
-            + (f"{entry.bf_mem:.3g}" if entry.bf_mem is not None else "none")
-            + f" ({entry.path}: {entry.why})" for kernel, entry in model.cpi.items()
-            if model.kernel_metric(kernel) == "instructions" and entry.path]
+    """Which path each key kernel's BF_mem took (apmt.counters), one note each; model.json
+    holds every kernel's."""
+    notes = []
+    for row in model.kernels_of("key"):
+        entry = model.cpi.get(row["kernel"])
+        if entry is None or not entry.path or model.kernel_metric(row["kernel"]) == TIME_METRIC:
+            continue
+        if entry.bf_mem is None:
+            notes.append(f"{row['kernel']}: CPI {entry.cpi:.3g} taken whole, no memory term "
+                         f"(BF_mem {entry.path}: {entry.why})")
+        else:
+            notes.append(f"{row['kernel']}: CPI_core {entry.cpi:.3g}, BF_mem "
+                         f"{entry.bf_mem:.3g} ({entry.path}: {entry.why})")
+    return notes
 
 
 def _notes(model: Model) -> list[str]:

@@ -573,9 +573,9 @@ def _counter_mode(model: Model) -> list[str]:
     for row in model.kernels_of("key"):
         entry = model.cpi.get(row["kernel"])
         if entry is not None and model.kernel_metric(row["kernel"]) == "instructions":
-            blocking = f"{entry.bf_mem:.2g}" if entry.bf_mem is not None else "none"
-            lines.append(f"{row['kernel']}: CPI_core {entry.cpi:.3g}, BF_mem {blocking} "
-                         f"({entry.path}: {entry.why})")
+            split = f"CPI_core {entry.cpi:.3g}, BF_mem {entry.bf_mem:.2g}" \
+                if entry.bf_mem is not None else f"CPI {entry.cpi:.3g} taken whole, BF_mem"
+            lines.append(f"{row['kernel']}: {split} ({entry.path}: {entry.why})")
     return lines
 
 
