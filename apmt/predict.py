@@ -108,22 +108,25 @@ def _domain_of(model: Model, source: str, operation: Operation | None) -> dict:
 
 
 def _memory_rows(model: Model, targets: pd.DataFrame, values: dict) -> list[pd.DataFrame]:
-    """Per counter-mode kernel: T_mem (Eq. 3) and BF_mem, the share of it not overlapped."""
+    """Per counter-mode kernel: T_mem (Eq. 3) and, where a path gave it, BF_mem, the share
+    of it not overlapped."""
     if model.mode != "counters":
         return []
     frames = []
     nan = np.full(len(values["p"]), np.nan)
     for kernel, entry in model.cpi.items():
         total = memory_time(model, kernel, values)
-        stalls = model.fit_of(kernel, "stall_cycles")
-        if total is None or (stalls is None and entry.bf_mem is None):
+        if total is None or model.kernel_metric(kernel) == TIME_METRIC:
             continue
-        blocking = np.full(len(values["p"]), float(entry.bf_mem)) \
-            if entry.bf_mem is not None else \
-            stalls.predict(values)[0] / model.machine.hertz / total
+        stalls = model.fit_of(kernel, "stall_cycles")
         judged = judge(_domain_of(model, kernel, None), values, total, nan, nan)
-        for metric, value in (("mem_total_time", total), ("bf_mem", blocking)):
-            frames.append(_rows(targets, model.params, kernel, metric, (value, nan, nan),
+        frames.append(_rows(targets, model.params, kernel, "mem_total_time", (total, nan, nan),
+                            judged))
+        if entry.bf_mem is not None or stalls is not None:
+            blocking = np.full(len(values["p"]), float(entry.bf_mem)) \
+                if entry.bf_mem is not None else \
+                stalls.predict(values)[0] / model.machine.hertz / total
+            frames.append(_rows(targets, model.params, kernel, "bf_mem", (blocking, nan, nan),
                                 judged))
     return frames
 

@@ -39,7 +39,8 @@ predictions: one row per series and requested point.
     its parts (``comp_time``, ``mem_time``, ``comm_time``, ``others_time``, seconds per
     rank); the fit of a measured ``<app>`` kernel, if any, comes beside them as metric
     ``fitted_time``. In
-    counter mode each kernel also has ``mem_total_time`` (T_mem, Eq. 3) and ``bf_mem``.
+    counter mode each kernel also has ``mem_total_time`` (T_mem, Eq. 3) and, where its path
+    gave one (apmt.counters), ``bf_mem``.
 
 evaluation: one row per held-out point, series and method (apmt.evaluate).
     kernel, metric, p, <params>, method (apmt, analytic, amdahl, powerlaw, extrap), measured,

@@ -31,6 +31,8 @@ import pandas as pd
 
 from apmt.evaluate import evaluate, summary, validate
 from apmt.ingest import import_profiles
+from apmt.inputs import read_yaml
+from apmt.machine import load_machine
 from apmt.modelers import MODELERS
 from apmt.series import points
 from apmt.tables import APP_KERNEL, read_table
@@ -108,11 +110,13 @@ def run(data: Path, names: list[str], baselines: list[str]) -> pd.DataFrame:
 
 def application(data: Path, baselines: list[str]) -> pd.DataFrame:
     """The application's time as the workflow predicts it, assembled from the kernels and MPI
-    operations (Eq. 2, with its interval), on LAMMPS from rolling origins: fit the P below
+    operations (Eq. 2, with its interval; counter mode with the study's machine file, as the
+    workflow builds it), on LAMMPS from rolling origins: fit the P below
     each origin from the fourth P on, predict each P from the origin up, one at a time, next
     to the baselines fitted on the measured application time of the same runs."""
     measurements = read_table(data / "lammps/p1-32/measurements.csv", "measurements")
     comm = read_table(data / "lammps/p1-32/comm.csv", "communication")
+    machine = load_machine(read_yaml(data / "lammps/p1-32/study.yaml")["machine"])
     levels = sorted(measurements["p"].unique())
     frames = []
     for origin in levels[3:]:
@@ -120,7 +124,7 @@ def application(data: Path, baselines: list[str]) -> pd.DataFrame:
             used = (measurements["p"] < origin) | (measurements["p"] == held)
             used_comm = (comm["p"] < origin) | (comm["p"] == held)
             rows, _ = validate(measurements[used], ["size"], f"p={held:g}", 0.1, "lammps",
-                               comm=comm[used_comm])
+                               comm=comm[used_comm], machine=machine)
             frames.append(rows[rows["metric"] == "time"].assign(origin=origin))
     assembled = pd.concat(frames, ignore_index=True)
     return pd.concat([assembled, _application_baselines(measurements, assembled, baselines)],

@@ -122,3 +122,14 @@ def test_time_mode_on_request_and_counter_mode_refused_without_a_machine(lammps)
         build_model(table, ["size"], source="lammps", mode="counters")
     with pytest.raises(ApmtError, match="mode 'fast'"):
         build_model(table, ["size"], source="lammps", mode="fast")
+
+
+def test_predictions_carry_t_mem_even_where_bf_mem_is_not_determined(lammps_model: Model):
+    from apmt.predict import predict
+
+    table = predict(lammps_model, pd.DataFrame({"p": [16], "size": [0.6]}))
+    memory = table[table["metric"] == "mem_total_time"].set_index("kernel")["predicted"]
+    blocking = set(table.loc[table["metric"] == "bf_mem", "kernel"])
+    counted = {k for k in lammps_model.cpi if lammps_model.kernel_metric(k) == "instructions"}
+    assert PAIR in memory.index and memory[PAIR] > 0
+    assert blocking == {k for k in counted if lammps_model.cpi[k].bf_mem is not None}
