@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from apmt import counters
 from apmt.errors import ApmtError
@@ -133,3 +135,33 @@ def test_predictions_carry_t_mem_even_where_bf_mem_is_not_determined(lammps_mode
     counted = {k for k in lammps_model.cpi if lammps_model.kernel_metric(k) == "instructions"}
     assert PAIR in memory.index and memory[PAIR] > 0
     assert blocking == {k for k in counted if lammps_model.cpi[k].bf_mem is not None}
+
+
+KEPT = (PAIR, "LAMMPS_NS::NPairHalfBinAtomonlyNewton::build",
+        "LAMMPS_NS::FixNVE::initial_integrate", "<app>")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drop=st.lists(st.integers(0, 10_000), max_size=40),
+       zero=st.lists(st.integers(0, 10_000), max_size=40),
+       scale=st.floats(0.5, 2.0))
+def test_messy_counter_tables_give_a_model_or_one_line(lammps, drop, zero, scale):
+    """Rows missing, counts zeroed, one P's time scaled (a noisy run): counter mode builds a
+    model whose every kernel took a known path with BF_mem in [0, 1], or refuses in one line
+    (ApmtError); never a traceback."""
+    table = lammps[(lammps["p"] <= 8) & lammps["kernel"].isin(KEPT)].reset_index(drop=True)
+    table.loc[[i % len(table) for i in zero], "value"] = 0.0
+    table = table.drop(index={i % len(table) for i in drop})
+    noisy = (table["p"] == 4) & (table["metric"] == "time")
+    table.loc[noisy, "value"] *= scale
+    try:
+        model = build_model(table, ["size"], source="messy", machine=MACHINE)
+    except ApmtError as error:
+        assert "\n" not in str(error)
+        return
+    for entry in model.cpi.values():
+        assert entry.path in (counters.ACROSS, counters.NONE, counters.COUNTED)
+        assert entry.bf_mem is None or 0.0 <= entry.bf_mem <= 1.0
+    values = point_values(pd.DataFrame({"p": [16.0], "size": [0.6]}), ["size"])
+    for _, _, _, bounds in contributions(model, values):
+        assert all(np.isfinite(b).all() or np.isnan(b).all() for b in bounds)
