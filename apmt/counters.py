@@ -148,13 +148,21 @@ class Split:
     why: str
 
 
+def predictive_sd(residuals: np.ndarray, dof: int) -> float:
+    """The spread of one more run's CPI about the estimate from ``residuals`` (n of them,
+    ``dof`` degrees of freedom left): sqrt(SSE / dof) * sqrt(1 + 1/n); NaN without a
+    degree of freedom."""
+    if dof < 1:
+        return float("nan")
+    return float(np.sqrt(np.sum(residuals**2) / dof * (1 + 1 / len(residuals))))
+
+
 def split(runs: pd.DataFrame) -> Split:
     """CPI_core and BF_mem of one kernel from its runs (columns cpi, t_mem), by least squares
     across runs; the path ``none`` with the mean CPI when the runs do not determine them."""
     cpi = runs["cpi"].to_numpy(float)
     mean_cpi, n = float(cpi.mean()), len(cpi)
-    spread = float(cpi.std(ddof=1)) * np.sqrt(1 + 1 / n) if n > 1 else float("nan")
-    none = Split(NONE, mean_cpi, None, None, None, spread, n, "")
+    none = Split(NONE, mean_cpi, None, None, None, predictive_sd(cpi - mean_cpi, n - 1), n, "")
     if "t_mem" not in runs.columns or runs["t_mem"].isna().any():
         return replace(none, why="no hit counts per memory level, so no T_mem")
     t_mem = runs["t_mem"].to_numpy(float)
@@ -168,8 +176,7 @@ def split(runs: pd.DataFrame) -> Split:
     half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 2) * np.array([fit.stderr, fit.intercept_stderr])
     bf = (fit.slope - half[0], fit.slope + half[0])
     core = (fit.intercept - half[1], fit.intercept + half[1])
-    residual_sd = float(np.sqrt(np.sum((cpi - fit.intercept - fit.slope * t_mem) ** 2)
-                                / (n - 2))) * np.sqrt(1 + 1 / n) if n > 2 else spread
+    residual_sd = predictive_sd(cpi - fit.intercept - fit.slope * t_mem, n - 2)
     shown = (f"BF_mem {fit.slope:.2g} in [{bf[0]:.2g}, {bf[1]:.2g}] over {n} runs whose T_mem "
              f"per instruction varies by {variation:.0%}")
     if bf[1] - bf[0] > MAX_BF_WIDTH or bf[0] < BF_RANGE[0] - MAX_BF_WIDTH / 2 or \

@@ -148,6 +148,13 @@ class Cpi:
     bf_mem_interval: list[float] | None = None
     levels: list[str] | None = None
 
+    def describe(self) -> str:
+        """CPI_core and BF_mem, or the whole CPI, with the path and why."""
+        if self.bf_mem is None:
+            return (f"CPI {self.cpi:.3g} taken whole, no memory term (BF_mem {self.path}: "
+                    f"{self.why})")
+        return f"CPI_core {self.cpi:.3g}, BF_mem {self.bf_mem:.3g} ({self.path}: {self.why})"
+
     def to_dict(self) -> dict:
         data = {"cpi": self.cpi, "deviation": self.deviation, "per_run": self.per_run}
         optional = {name: getattr(self, name) for name in (
@@ -221,6 +228,14 @@ class Model:
                 self.fit_of(kernel, "instructions") is not None:
             return "instructions"
         return TIME_METRIC
+
+    def counter_kernels(self) -> Iterator[tuple[str, Cpi]]:
+        """The key kernels modelled in counter mode, with their CPI split (path given)."""
+        for row in self.kernels_of("key"):
+            entry = self.cpi.get(row["kernel"])
+            if entry is not None and entry.path and \
+                    self.kernel_metric(row["kernel"]) == "instructions":
+                yield row["kernel"], entry
 
     def summed_series(self) -> Iterator[tuple[FittedSeries, str]]:
         """The fitted series that Eq. 2 sums, with their kernel's class: each kernel's time
@@ -504,17 +519,17 @@ def _cpi(runs: pd.DataFrame, kernels: set[str]) -> dict[str, Cpi]:
         entry = Cpi(float(cpi.mean()), deviation, dict(zip(labels, cpi.tolist(), strict=True)))
         if counted:
             entry.path, entry.why = counter_mode.COUNTED, "stall cycles counted"
-            entry.cpi_sd = float(cpi.std(ddof=1) * np.sqrt(1 + 1 / len(cpi))) \
-                if len(cpi) > 1 else None
+            spread = counter_mode.predictive_sd(cpi - cpi.mean(), len(cpi) - 1)
         else:
             split = counter_mode.split(values)
             entry.cpi, entry.bf_mem, entry.path, entry.why = (
                 split.cpi_core, split.bf_mem, split.path, split.why)
-            entry.cpi_sd = split.cpi_sd if np.isfinite(split.cpi_sd) else None
+            spread = split.cpi_sd
             entry.cpi_core_interval = list(split.cpi_core_interval) \
                 if split.cpi_core_interval else None
             entry.bf_mem_interval = list(split.bf_mem_interval) \
                 if split.bf_mem_interval else None
+        entry.cpi_sd = spread if np.isfinite(spread) else None
         result[kernel] = entry
     return result
 
@@ -588,18 +603,7 @@ def _error_correlation(model: Model) -> dict:
 def _paths_note(model: Model) -> list[str]:
     """Which path each key kernel's BF_mem took (apmt.counters), one note each; model.json
     holds every kernel's."""
-    notes = []
-    for row in model.kernels_of("key"):
-        entry = model.cpi.get(row["kernel"])
-        if entry is None or not entry.path or model.kernel_metric(row["kernel"]) == TIME_METRIC:
-            continue
-        if entry.bf_mem is None:
-            notes.append(f"{row['kernel']}: CPI {entry.cpi:.3g} taken whole, no memory term "
-                         f"(BF_mem {entry.path}: {entry.why})")
-        else:
-            notes.append(f"{row['kernel']}: CPI_core {entry.cpi:.3g}, BF_mem "
-                         f"{entry.bf_mem:.3g} ({entry.path}: {entry.why})")
-    return notes
+    return [f"{kernel}: {entry.describe()}" for kernel, entry in model.counter_kernels()]
 
 
 def _notes(model: Model) -> list[str]:

@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from apmt.diagnose.scaling import components
 from apmt.evaluate import split, validate
 from apmt.machine import load_machine
 from apmt.model import PARTS, build_model
-from apmt.predict import assemble, contributions
+from apmt.predict import assemble
 from apmt.series import point_values, points
 
 SETS = ("p1-32", "lj-size0.8-p1-32", "eam-cu-p1-32")
@@ -39,17 +40,14 @@ def load(data: Path, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def key_kernel_errors(model, measured: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
-    """Each key kernel's predicted time (its terms of Eq. 2) against its measured mean time
-    at the held-out points."""
-    values = point_values(measured, PARAMS)
-    rows = []
-    kernels = {row["kernel"] for row in model.kernels_of("key")}
-    for source, _, operation, bounds in contributions(model, values):
-        if operation is None and source in kernels:
-            rows.append(measured[["p", *PARAMS]].assign(kernel=source, predicted=bounds[0]))
-    predicted = pd.concat(rows).groupby(["kernel", "p", *PARAMS], as_index=False).sum()
+    """Each key kernel's predicted time (its terms of Eq. 2, apmt.diagnose.scaling's
+    components) against its measured mean time at the held-out points (one size per set)."""
+    kernels = [row["kernel"] for row in model.kernels_of("key")]
+    parts = components(model, point_values(measured, PARAMS))
+    predicted = parts[parts["kernel"].isin(kernels)].groupby(["kernel", "p"], as_index=False)[
+        "time"].sum().rename(columns={"time": "predicted"})
     times = points(test[test["metric"] == "time"], PARAMS)
-    both = predicted.merge(times, on=["kernel", "p", *PARAMS])
+    both = predicted.merge(times, on=["kernel", "p"])
     return both.assign(ape=100 * (both["predicted"] - both["value"]).abs() / both["value"])
 
 

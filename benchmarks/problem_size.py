@@ -28,10 +28,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from apmt.diagnose.scaling import components
 from apmt.machine import load_machine
 from apmt.model import Model, build_model
 from apmt.modelers import MODELERS
-from apmt.predict import contributions, predict
+from apmt.predict import predict
 from apmt.series import point_values, points
 from apmt.tables import APP_KERNEL, TIME_METRIC, read_table
 
@@ -93,16 +94,15 @@ def _scenario(data: Path, folders: tuple[str, ...], measured: pd.DataFrame) -> p
 def _with_kernel_terms(model: Model, targets: pd.DataFrame, predicted: pd.DataFrame
                        ) -> pd.DataFrame:
     """In counter mode a kernel's time is its terms of Eq. 2 (instructions x CPI_core / f and
-    its memory term), not its own time fit: those replace the time rows."""
+    its memory term; apmt.diagnose.scaling's components), not its own time fit: those replace
+    the time rows (one size per target set)."""
     if model.mode != "counters":
         return predicted
-    values = point_values(targets, PARAMS)
-    terms = [targets[["p", "size"]].reset_index(drop=True).assign(kernel=source,
-                                                                  predicted=bounds[0])
-             for source, _, operation, bounds in contributions(model, values)
-             if operation is None and model.kernel_metric(source) == "instructions"]
-    summed = pd.concat(terms).groupby(["kernel", "p", "size"], as_index=False).sum() \
-        .assign(metric=TIME_METRIC)
+    counted = [kernel for kernel in model.cpi if model.kernel_metric(kernel) == "instructions"]
+    parts = components(model, point_values(targets, PARAMS))
+    summed = parts[parts["kernel"].isin(counted)].groupby(["kernel", "p"], as_index=False)[
+        "time"].sum().rename(columns={"time": "predicted"}).merge(
+        targets[["p", "size"]]).assign(metric=TIME_METRIC)
     keep = ~((predicted["metric"] == TIME_METRIC) & predicted["kernel"].isin(summed["kernel"]))
     return pd.concat([predicted[keep], summed], ignore_index=True)
 

@@ -539,6 +539,7 @@ def checks_section(model: Model) -> Section:
                           "bf_mem_path": [cpi[k].path or "" if k in cpi else ""
                                           for k in kernels]})
     findings = [Finding("info", text) for text in _counter_mode(model)]
+    described = len(findings)
     for kernel, ratio in contention.items():
         if ratio > CONTENTION_LIMIT:
             findings.append(Finding("warning", (
@@ -552,7 +553,7 @@ def checks_section(model: Model) -> Section:
                 f"{kernel}: CPI varies over runs, deviation (Eq. 4) {entry.deviation:.2g} > "
                 f"{CPI_DEVIATION_LIMIT:g} ({runs}): the model's constant CPI "
                 f"{entry.cpi:.3g} is doubtful for it"), kernel))
-    if len(findings) == len(_counter_mode(model)) and kernels:
+    if len(findings) == described and kernels:
         findings.append(Finding("info", (
             f"E <= {CONTENTION_LIMIT:g} and CPI deviation <= {CPI_DEVIATION_LIMIT:g} for "
             f"every kernel measured ({len(kernels)})")))
@@ -562,21 +563,15 @@ def checks_section(model: Model) -> Section:
 
 def _counter_mode(model: Model) -> list[str]:
     """How the model's computation is built: counter mode with where its cycles come from
-    and, per key kernel, CPI_core and the path its BF_mem took; or time mode."""
+    and, per key kernel, its CPI split (Cpi.describe); or nothing in time mode."""
     if model.mode != "counters":
         return []
     cycles = model.counters.get("cycles", "counted")
     origin = (f"derived from the sampled time x {model.counters.get('clock_ghz'):g} GHz"
               if cycles == "derived" else "counted")
-    lines = [f"counter mode (Eq. 2): T_comp = instructions x CPI_core / f and BF_mem x T_mem "
-             f"per kernel; cycles {origin}"]
-    for row in model.kernels_of("key"):
-        entry = model.cpi.get(row["kernel"])
-        if entry is not None and model.kernel_metric(row["kernel"]) == "instructions":
-            split = f"CPI_core {entry.cpi:.3g}, BF_mem {entry.bf_mem:.2g}" \
-                if entry.bf_mem is not None else f"CPI {entry.cpi:.3g} taken whole, BF_mem"
-            lines.append(f"{row['kernel']}: {split} ({entry.path}: {entry.why})")
-    return lines
+    return [f"counter mode (Eq. 2): T_comp = instructions x CPI_core / f and BF_mem x T_mem "
+            f"per kernel; cycles {origin}",
+            *(f"{kernel}: {entry.describe()}" for kernel, entry in model.counter_kernels())]
 
 
 def _checks_note(contention: dict, cpi: dict) -> str | None:
