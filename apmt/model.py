@@ -36,7 +36,7 @@ import json
 import platform
 import sys
 from collections.abc import Iterator
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -396,8 +396,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         bf_comm, bf_comm_note = 1.0, (
             f"1: the measured application time exceeds computation plus MPI in every run; "
             f"the rest is modelled as {UNACCOUNTED} (start-up, waits outside MPI)")
-    cpi = _cpi(counter_mode.per_run(table, counted, machine, params), modelled)
-    _memory_levels(cpi, series, table, counted.levels)
+    cpi = _cpi(counter_mode.per_run(table, counted, machine, params), modelled,
+               _memory_levels(series, table, counted.levels))
     if mode == "counters" and not (cpi and machine is not None):
         raise ApmtError(f"{source}: counter mode needs each kernel's instructions, its cycles "
                         "(or sampled time, with a machine file's clock) and a machine file")
@@ -495,10 +495,12 @@ def _series_entries(fitted: TableFit) -> tuple[list[FittedSeries], list[LeftOut]
              for (kernel, metric), reason in fitted.left_out.items()])
 
 
-def _cpi(runs: pd.DataFrame, kernels: set[str]) -> dict[str, Cpi]:
+def _cpi(runs: pd.DataFrame, kernels: set[str],
+         memory: dict[str, tuple[list[str] | None, str]]) -> dict[str, Cpi]:
     """CPI per kernel from its runs (apmt.counters.per_run): with counted stalls the mean
     computing CPI, (cycles - stalls) / instructions, whose memory term is the stalls' fit;
-    else CPI_core and BF_mem split across the runs where they determine it (Eq. 4's
+    else CPI_core and BF_mem split across the runs where they determine it and ``memory``
+    (_memory_levels) says its T_mem can be predicted, the whole CPI where not (Eq. 4's
     deviation is that of the runs' CPI either way)."""
     result = {}
     if runs.empty:
@@ -522,6 +524,11 @@ def _cpi(runs: pd.DataFrame, kernels: set[str]) -> dict[str, Cpi]:
             spread = counter_mode.predictive_sd(cpi - cpi.mean(), len(cpi) - 1)
         else:
             split = counter_mode.split(values)
+            if split.path == counter_mode.ACROSS:
+                entry.levels, why = memory.get(kernel, (None, "the kernel has no fits"))
+                if entry.levels is None:    # a level without a fit: no T_mem at new points
+                    split = replace(counter_mode.split(values.drop(columns="t_mem")),
+                                    why=f"{split.why}; not taken: {why}")
             entry.cpi, entry.bf_mem, entry.path, entry.why = (
                 split.cpi_core, split.bf_mem, split.path, split.why)
             spread = split.cpi_sd
@@ -534,24 +541,19 @@ def _cpi(runs: pd.DataFrame, kernels: set[str]) -> dict[str, Cpi]:
     return result
 
 
-def _memory_levels(cpi: dict[str, Cpi], series: list[FittedSeries], table: pd.DataFrame,
-                   levels: tuple[str, ...]) -> None:
-    """The levels each kernel split across runs sums in T_mem at new points; a kernel whose
-    T_mem cannot be predicted (a level neither fitted nor zero throughout) falls back to its
-    mean CPI, with why."""
-    for kernel, entry in cpi.items():
-        if entry.path != counter_mode.ACROSS:
-            continue
-        fitted = {item.metric for item in series if item.kernel == kernel}
-        rows = table[table["kernel"] == kernel]
-        zero = {metric for metric, values in rows.groupby("metric")["value"]
-                if (values == 0).all()}
-        entry.levels, why = counter_mode.fitted_levels(levels, fitted, zero)
-        if entry.levels is None:
-            entry.cpi, entry.bf_mem, entry.path = float(np.mean(list(entry.per_run.values()))), \
-                None, counter_mode.NONE
-            entry.cpi_core_interval = entry.bf_mem_interval = None
-            entry.why = f"{entry.why}; not taken: {why}"
+def _memory_levels(series: list[FittedSeries], table: pd.DataFrame, levels: tuple[str, ...]
+                   ) -> dict[str, tuple[list[str] | None, str]]:
+    """Per fitted kernel, the levels its T_mem sums at new points, or None with why
+    (apmt.counters.fitted_levels): a level counted zero in every run adds nothing."""
+    fitted: dict[str, set[str]] = {}
+    for item in series:
+        fitted.setdefault(item.kernel, set()).add(item.metric)
+    all_zero = (table["value"] == 0).groupby([table["kernel"], table["metric"]]).all()
+    zero: dict[str, set[str]] = {}
+    for kernel, metric in all_zero[all_zero].index:
+        zero.setdefault(kernel, set()).add(metric)
+    return {kernel: counter_mode.fitted_levels(levels, metrics, zero.get(kernel, set()))
+            for kernel, metrics in fitted.items()}
 
 
 def _contention(table: pd.DataFrame, kernels: set[str]) -> dict[str, float]:

@@ -165,3 +165,20 @@ def test_messy_counter_tables_give_a_model_or_one_line(lammps, drop, zero, scale
     values = point_values(pd.DataFrame({"p": [16.0], "size": [0.6]}), ["size"])
     for _, _, _, bounds in contributions(model, values):
         assert all(np.isfinite(b).all() or np.isnan(b).all() for b in bounds)
+
+
+def test_a_split_whose_memory_level_has_no_fit_takes_the_whole_cpi(lammps):
+    """The pair loop's last-level misses, zero at every P, made positive at one: that series
+    cannot be fitted, so its T_mem cannot be predicted and its CPI is taken whole, with the
+    spread of its runs' CPI (not of the rejected split's residuals)."""
+    table = lammps[lammps["p"] <= 8].copy()
+    row = table.index[(table["kernel"] == PAIR) & (table["metric"] == "llc_misses")
+                      & (table["p"] == 2)]
+    table.loc[row, "value"] = 5.0
+    entry = build_model(table, ["size"], source="lammps", machine=MACHINE,
+                        app_kernel="<app>").cpi[PAIR]
+    assert entry.path == counters.NONE and entry.bf_mem is None and entry.levels is None
+    assert "not taken: llc_misses has no fit" in entry.why
+    cpi = np.array(list(entry.per_run.values()))
+    assert entry.cpi == pytest.approx(cpi.mean())
+    assert entry.cpi_sd == pytest.approx(counters.predictive_sd(cpi - cpi.mean(), len(cpi) - 1))
