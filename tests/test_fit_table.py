@@ -174,3 +174,37 @@ def test_a_model_file_before_the_backtests_keeps_its_widening() -> None:
     assert old.drift_width == pytest.approx(1.6449 * 0.5, rel=1e-4)
     _, lower, upper = old.predict({"p": np.array([8.0 * np.e**2])})
     assert np.log(upper / lower)[0] == pytest.approx(2 * 2 * old.drift_width, rel=1e-6)
+
+
+def test_four_p_intervals_hold_the_classic_laws_forecast() -> None:
+    """From four values of P the backtests fit three, where only the classic laws compete, so
+    beyond the data the interval holds their forecast as well as the chosen shape's; from
+    five, the backtests checked the selection itself, and nothing is added."""
+    four = fit_series({"p": np.array([1.0, 2.0, 4.0, 8.0])},
+                      np.array([4635215.0, 2319670.0, 1167400.0, 687645.0]))  # NPB MG S psinv_
+    assert {h.form for h, _ in four.anchors} == {"loglinear", "linear"}
+    assert fit_series({"p": P[:5]}, 5.0 + 100.0 / P[:5]).anchors == []
+    calibrated = SeriesFit.from_dict({**four.to_dict(), "noise_width": 0.05,
+                                      "drift_width": 0.05, "step": math.log(2.0)})
+    assert len(calibrated.anchors) == 2
+    at_16 = {"p": np.array([16.0])}
+    predicted, lower, upper = calibrated.predict(at_16)
+    classic = [np.exp(h.design(at_16) @ c) if h.form == "loglinear" else h.design(at_16) @ c
+               for h, c in calibrated.anchors]
+    forecast = float(np.sqrt(np.prod(classic)))
+    assert forecast < 0.95 * predicted[0]    # the step at P = 8 bends the chosen shape
+    assert lower[0] < forecast and upper[0] > predicted[0]
+    inside = calibrated.predict({"p": np.array([3.0])})
+    assert inside[2][0] / inside[1][0] == pytest.approx(
+        np.exp(2 * np.log(inside[2][0] / inside[0][0])), rel=1e-9)   # symmetric in the data
+
+
+def test_real_npb_mg_four_p_are_covered(measured_data: Path) -> None:
+    """NPB MG S's instructions per function, fitted at P = 1, 2, 4, 8: its shapes follow the
+    step that the decomposition puts into P = 8, and the interval at P = 16 held 65% of the
+    measured values before it held the classic laws' forecast too."""
+    table = read_table(measured_data / "npb/mg-S/measurements.csv", "measurements")
+    series = points(table[table["metric"] == "instructions"], ["work"])
+    fitted = fit_all(series[series["p"] < 16], ["work"], "npb mg S")
+    inside, judged = coverage(fitted.fits, series[series["p"] == 16], ["work"])
+    assert judged >= 15 and inside >= 0.8
