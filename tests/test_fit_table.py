@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from apmt.fit import SeriesFit, fit_series
+from apmt.fit import NoPlausibleFit, SeriesFit, fit_series
 from apmt.fit_table import REGIME_GAIN, SeriesData, fit_all, fit_table
 from apmt.ingest import import_profiles
 from apmt.series import points
@@ -208,3 +210,27 @@ def test_real_npb_mg_four_p_are_covered(measured_data: Path) -> None:
     fitted = fit_all(series[series["p"] < 16], ["work"], "npb mg S")
     inside, judged = coverage(fitted.fits, series[series["p"] == 16], ["work"])
     assert judged >= 15 and inside >= 0.8
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(1e-6, 1e6), min_size=4, max_size=4),
+       st.floats(-3.0, 3.0), st.sampled_from([16.0, 64.0, 1e4]))
+def test_four_p_intervals_hold_both_forecasts_on_any_series(values: list[float], log_noise: float,
+                                                            target: float) -> None:
+    """Whatever four positive values a series has, beyond the data its interval is finite,
+    positive and holds the chosen forecast and the classic laws' (their geometric mean, as
+    the backtests from three values forecast) alike."""
+    try:
+        fit = fit_series({"p": np.array([1.0, 2.0, 4.0, 8.0])}, np.array(values))
+    except NoPlausibleFit:
+        return      # a table leaves it out with why
+    fit = SeriesFit.from_dict({**fit.to_dict(), "noise_width": abs(log_noise),
+                               "drift_width": 0.1, "step": math.log(2.0)})
+    at = {"p": np.array([target])}
+    predicted, lower, upper = (a[0] for a in fit.predict(at))
+    assert 0 < lower <= predicted <= upper < np.inf
+    laws = [np.exp(h.design(at) @ c)[0] if h.form == "loglinear" else (h.design(at) @ c)[0]
+            for h, c in fit.anchors]
+    if laws:
+        forecast = float(np.exp(np.mean(np.log(laws))))
+        assert lower * (1 - 1e-9) <= forecast <= upper * (1 + 1e-9)
