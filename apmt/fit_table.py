@@ -83,7 +83,14 @@ class TableFit:
 
     @property
     def notes(self) -> list[str]:
-        return [self.regime["note"]] if self.regime.get("note") else []
+        notes = [self.regime["note"]] if self.regime.get("note") else []
+        anchored = self.calibration.get("anchored", 0)
+        if anchored:
+            notes.append(f"{anchored} of {len(self.fits)} series were fitted from 4 values of "
+                         "P, and their backtests from 3 could check only the classic laws "
+                         "(power law, c + a/P): beyond the data their intervals hold those "
+                         "laws' forecast as well")
+        return notes
 
 
 def series_data(points: pd.DataFrame, params: list[str], source: str,
@@ -136,6 +143,9 @@ def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFi
               for key in sampled if key in fits}
     calibration = calibrate(fits, {key: e for key, e in errors.items() if np.isfinite(e)},
                             {key: cut[key] for key in fits})
+    anchored = sum(bool(fit.anchors) for fit in fits.values())
+    if anchored:
+        calibration["anchored"] = anchored
     return TableFit(fits, left_out, regime, calibration)
 
 

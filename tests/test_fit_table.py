@@ -94,7 +94,8 @@ def test_a_planted_change_of_regime_is_found() -> None:
     whole = fit_series({"p": P}, shapes["f0"]).predict(at_32)[0][0]
     assert fit.predict(at_32)[0][0] == pytest.approx(10.0 + 16.0, rel=0.1)
     assert abs(whole - 26.0) > 2 * abs(fit.predict(at_32)[0][0] - 26.0)
-    assert table.notes == [regime["note"]]
+    assert table.notes[0] == regime["note"]
+    assert table.notes[1].startswith("8 of 8 series were fitted from 4 values of P")  # 3..8
 
 
 def test_one_regime_throughout_is_left_whole() -> None:
@@ -210,6 +211,8 @@ def test_real_npb_mg_four_p_are_covered(measured_data: Path) -> None:
     fitted = fit_all(series[series["p"] < 16], ["work"], "npb mg S")
     inside, judged = coverage(fitted.fits, series[series["p"] == 16], ["work"])
     assert judged >= 15 and inside >= 0.8
+    assert fitted.calibration["anchored"] >= len(fitted.fits) - 1   # a law may turn negative
+    assert any("forecast as well" in note for note in fitted.notes)
 
 
 @settings(max_examples=60, deadline=None)
