@@ -157,12 +157,20 @@ def predictive_sd(residuals: np.ndarray, dof: int) -> float:
     return float(np.sqrt(np.sum(residuals**2) / dof * (1 + 1 / len(residuals))))
 
 
+def whole(runs: pd.DataFrame, why: str) -> Split:
+    """The path ``none``: one kernel's mean CPI over its runs (column cpi), memory time
+    inside it, with its predictive spread and why no split was taken."""
+    cpi = runs["cpi"].to_numpy(float)
+    return Split(NONE, float(cpi.mean()), None, None, None,
+                 predictive_sd(cpi - cpi.mean(), len(cpi) - 1), len(cpi), why)
+
+
 def split(runs: pd.DataFrame) -> Split:
     """CPI_core and BF_mem of one kernel from its runs (columns cpi, t_mem), by least squares
     across runs; the path ``none`` with the mean CPI when the runs do not determine them."""
     cpi = runs["cpi"].to_numpy(float)
-    mean_cpi, n = float(cpi.mean()), len(cpi)
-    none = Split(NONE, mean_cpi, None, None, None, predictive_sd(cpi - mean_cpi, n - 1), n, "")
+    n = len(cpi)
+    none = whole(runs, "")
     if "t_mem" not in runs.columns or runs["t_mem"].isna().any():
         return replace(none, why="no hit counts per memory level, so no T_mem")
     t_mem = runs["t_mem"].to_numpy(float)

@@ -637,7 +637,8 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
     scales = tuple(float(np.max(variable_values(v, values))) for v in variables)
     hypotheses = candidate_hypotheses(variables, scales, y.shape[1])
     folds = folds_for(values[primary])
-    shaped = len(np.unique(values[primary])) >= SHAPE_LEVELS
+    levels = len(np.unique(values[primary]))
+    shaped = levels >= SHAPE_LEVELS
     if not shaped:
         hypotheses = (power_law(variables, values), linear_law(variables),
                       *(h for h in hypotheses if preferred(h)))
@@ -658,7 +659,7 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
             found += estimated
     fits = [_chosen(found, series, values, folds, primary, preferred)
             for found, series in zip(batches, y, strict=True)]
-    if len(np.unique(values[primary])) == SHAPE_LEVELS:
+    if levels == SHAPE_LEVELS:
         for fit, anchors in zip(fits, _classic_fits(values, y, variables, primary, folds),
                                 strict=True):
             if isinstance(fit, SeriesFit) and fit.averaged:

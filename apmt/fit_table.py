@@ -35,7 +35,7 @@ import pandas as pd
 from scipy import stats
 
 from apmt import varpro
-from apmt.fit import INTERVAL_LEVEL, Hypothesis, SeriesFit, fit_many, power_law
+from apmt.fit import INTERVAL_LEVEL, SHAPE_LEVELS, Hypothesis, SeriesFit, fit_many, power_law
 from apmt.series import MIN_DISTINCT_P, UnfittableSeries, check_series, fit_plan
 
 CHUNK = 64          # series fitted at once: large enough that numpy's per-call cost fades
@@ -86,10 +86,11 @@ class TableFit:
         notes = [self.regime["note"]] if self.regime.get("note") else []
         anchored = self.calibration.get("anchored", 0)
         if anchored:
-            notes.append(f"{anchored} of {len(self.fits)} series were fitted from 4 values of "
-                         "P, and their backtests from 3 could check only the classic laws "
-                         "(power law, c + a/P): beyond the data their intervals hold those "
-                         "laws' forecast as well")
+            notes.append(f"{anchored} of {len(self.fits)} series were fitted from "
+                         f"{SHAPE_LEVELS} values of P, and their backtests from "
+                         f"{SHAPE_LEVELS - 1} could check only the classic laws (power law, "
+                         "c + a/P): beyond the data their intervals hold those laws' forecast "
+                         "as well")
         return notes
 
 

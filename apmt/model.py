@@ -36,7 +36,7 @@ import json
 import platform
 import sys
 from collections.abc import Iterator
-from dataclasses import MISSING, Field, dataclass, field, fields, replace
+from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -527,8 +527,7 @@ def _cpi(runs: pd.DataFrame, kernels: set[str],
             if split.path == counter_mode.ACROSS:
                 entry.levels, why = memory.get(kernel, (None, "the kernel has no fits"))
                 if entry.levels is None:    # a level without a fit: no T_mem at new points
-                    split = replace(counter_mode.split(values.drop(columns="t_mem")),
-                                    why=f"{split.why}; not taken: {why}")
+                    split = counter_mode.whole(values, f"{split.why}; not taken: {why}")
             entry.cpi, entry.bf_mem, entry.path, entry.why = (
                 split.cpi_core, split.bf_mem, split.path, split.why)
             spread = split.cpi_sd

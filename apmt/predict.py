@@ -115,8 +115,10 @@ def _memory_rows(model: Model, targets: pd.DataFrame, values: dict) -> list[pd.D
     frames = []
     nan = np.full(len(values["p"]), np.nan)
     for kernel, entry in model.cpi.items():
+        if model.kernel_metric(kernel) == TIME_METRIC:
+            continue
         total = memory_time(model, kernel, values)
-        if total is None or model.kernel_metric(kernel) == TIME_METRIC:
+        if total is None:
             continue
         stalls = model.fit_of(kernel, "stall_cycles")
         judged = judge(_domain_of(model, kernel, None), values, total, nan, nan)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from apmt.diagnose.scaling import components
+from apmt.diagnose.scaling import components, kernel_times
 from apmt.evaluate import split, validate
 from apmt.machine import load_machine
 from apmt.model import PARTS, build_model
@@ -41,11 +41,12 @@ def load(data: Path, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def key_kernel_errors(model, measured: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
     """Each key kernel's predicted time (its terms of Eq. 2, apmt.diagnose.scaling's
-    components) against its measured mean time at the held-out points (one size per set)."""
+    components, summed by kernel_times) against its measured mean time at the held-out points
+    (one size per set)."""
     kernels = [row["kernel"] for row in model.kernels_of("key")]
-    parts = components(model, point_values(measured, PARAMS))
-    predicted = parts[parts["kernel"].isin(kernels)].groupby(["kernel", "p"], as_index=False)[
-        "time"].sum().rename(columns={"time": "predicted"})
+    times = kernel_times(model, components(model, point_values(measured, PARAMS)))
+    predicted = times[times["kernel"].isin(kernels)][["kernel", "p", "time"]].rename(
+        columns={"time": "predicted"})
     times = points(test[test["metric"] == "time"], PARAMS)
     both = predicted.merge(times, on=["kernel", "p"])
     return both.assign(ape=100 * (both["predicted"] - both["value"]).abs() / both["value"])

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from apmt.diagnose.scaling import components
+from apmt.diagnose.scaling import components, kernel_times
 from apmt.machine import load_machine
 from apmt.model import Model, build_model
 from apmt.modelers import MODELERS
@@ -94,15 +94,14 @@ def _scenario(data: Path, folders: tuple[str, ...], measured: pd.DataFrame) -> p
 def _with_kernel_terms(model: Model, targets: pd.DataFrame, predicted: pd.DataFrame
                        ) -> pd.DataFrame:
     """In counter mode a kernel's time is its terms of Eq. 2 (instructions x CPI_core / f and
-    its memory term; apmt.diagnose.scaling's components), not its own time fit: those replace
-    the time rows (one size per target set)."""
+    its memory term; apmt.diagnose.scaling's components, summed by kernel_times), not its own
+    time fit: those replace the time rows (one size per target set)."""
     if model.mode != "counters":
         return predicted
     counted = [kernel for kernel in model.cpi if model.kernel_metric(kernel) == "instructions"]
-    parts = components(model, point_values(targets, PARAMS))
-    summed = parts[parts["kernel"].isin(counted)].groupby(["kernel", "p"], as_index=False)[
-        "time"].sum().rename(columns={"time": "predicted"}).merge(
-        targets[["p", "size"]]).assign(metric=TIME_METRIC)
+    times = kernel_times(model, components(model, point_values(targets, PARAMS)))
+    summed = times[times["kernel"].isin(counted)][["kernel", "p", "time"]].rename(
+        columns={"time": "predicted"}).merge(targets[["p", "size"]]).assign(metric=TIME_METRIC)
     keep = ~((predicted["metric"] == TIME_METRIC) & predicted["kernel"].isin(summed["kernel"]))
     return pd.concat([predicted[keep], summed], ignore_index=True)
 

@@ -140,8 +140,8 @@ def scale_values(model: Model, measurements: pd.DataFrame, p_values: Sequence[fl
     per_rank = set(model.per_rank_params)
     described = [f"{name}={value:.10g}" + (" per rank" if name in per_rank else "")
                  for name, value in largest.items()]
-    by_work = _weak_by_work(model, measurements, values, described) \
-        if mode == "weak" and _grown_by_work(model) else None
+    grown = _grown_by_work(model) if mode == "weak" else []
+    by_work = _weak_by_work(model, measurements, values, described, grown) if grown else None
     if by_work is not None:
         return by_work
     if mode == "weak":
@@ -160,16 +160,17 @@ def _grown_by_work(model: Model) -> list[str]:
 
 
 def _weak_by_work(model: Model, measurements: pd.DataFrame, values: dict[str, np.ndarray],
-                  described: list[str]) -> tuple[dict[str, np.ndarray], str] | None:
-    """Weak scaling by the work expression: its parameters grow from the largest measured
-    run so that the work per rank stays as there (apmt.work.constant_work); None when
-    growing them cannot keep it (then each grows with P)."""
+                  described: list[str], grown: list[str]
+                  ) -> tuple[dict[str, np.ndarray], str] | None:
+    """Weak scaling by the work expression: its parameters (``grown``, _grown_by_work) grow
+    from the largest measured run so that the work per rank stays as there
+    (apmt.work.constant_work); None when growing them cannot keep it (then each grows with
+    P)."""
     p_ref = float(measurements["p"].max())
     reference = measurements[measurements["p"] == p_ref]
     base = {"p": np.array([p_ref]), **{name: np.array([float(reference[name].max())])
                                        for name in model.params}}
     target = float(evaluate_work(model.work, base)[0])
-    grown = _grown_by_work(model)
     factors = constant_work(model.work, {**values, **{name: np.full(len(values["p"]),
                                                                      base[name][0])
                                                       for name in grown}}, grown, target)
