@@ -26,7 +26,7 @@ import pandas as pd
 from apmt import __version__, layout
 from apmt.display import number, seconds
 from apmt.errors import ApmtError
-from apmt.ingest import FORMATS, import_profiles, input_files
+from apmt.ingest import CALL_PATH_VALUES, FORMATS, import_profiles, input_files
 from apmt.tables import (
     APP_KERNEL,
     TIME_METRIC,
@@ -270,6 +270,10 @@ def _add_model_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--kernel", dest="interest", action="append", default=[], metavar="NAME",
                      help="a kernel of interest: key whatever its share (repeatable)")
     sub.add_argument("--scaling", choices=("strong", "weak"), default="strong")
+    sub.add_argument("--call-path-values", choices=("inclusive", "exclusive"),
+                     help="what a call path's value holds (a/b, a->b): its children's too, or "
+                          "only its own (default: as apmt import recorded beside the table, "
+                          "else inclusive where every parent's value holds its children's)")
     sub.add_argument("--mode", choices=("auto", "counters", "time"), default="auto",
                      help="counters: each key kernel as instructions x CPI / f plus its memory "
                           "term (Eq. 2; cycles derived from sampled time where none are "
@@ -491,7 +495,8 @@ def run_import(args: argparse.Namespace) -> None:
     table, kind = import_profiles(args.format, args.paths)
     record = provenance(input_files(args.format, args.paths),
                         {"command": "import", "format": args.format, "kind": kind,
-                         "paths": [str(path) for path in args.paths], "rows": len(table)})
+                         "paths": [str(path) for path in args.paths], "rows": len(table),
+                         "call_path_values": CALL_PATH_VALUES.get(args.format)})
     text = json.dumps(record, indent=1) + "\n"
     output_table(table, args.output)
     if args.output != STDOUT:
@@ -537,7 +542,7 @@ def run_fit(args: argparse.Namespace) -> None:
         raise ApmtError(f"{args.measurements}: a communication table (op, calls, bytes, time); "
                         "give it with --comm beside a measurements table")
     table, params, per_rank = _read_with_params(args, args.measurements, "measurements")
-    comm, options = _model_inputs(args, params, per_rank)
+    comm, options = _model_inputs(args, args.measurements, params, per_rank)
     model = build_model(table, params, source=str(args.measurements), comm=comm, **options)
     if args.frequency_solution is not None:
         from apmt.refine import apply_frequency_solution
@@ -548,9 +553,10 @@ def run_fit(args: argparse.Namespace) -> None:
     print(model.describe(args.output))
 
 
-def _model_inputs(args: argparse.Namespace, params: list[str],
+def _model_inputs(args: argparse.Namespace, table: Path, params: list[str],
                   per_rank: frozenset[str]) -> tuple[pd.DataFrame | None, dict]:
-    """The communication table and build_model's options from the command line."""
+    """The communication table and build_model's options from the command line (and, for
+    what call paths' values hold, from the import's provenance beside ``table``)."""
     from apmt.machine import load_machine
 
     comm = None
@@ -561,7 +567,9 @@ def _model_inputs(args: argparse.Namespace, params: list[str],
     return comm, {"machine": machine, "app_kernel": args.app_kernel,
                   "per_rank_params": per_rank, "threshold": args.threshold,
                   "scaling": args.scaling, "interest": frozenset(args.interest),
-                  "work": args.work, "mode": args.mode}
+                  "work": args.work, "mode": args.mode,
+                  "call_path_values": args.call_path_values
+                  or (_read_sidecar(table) or {}).get("call_path_values")}
 
 
 def _read_with_params(args: argparse.Namespace, path: Path,
@@ -702,8 +710,8 @@ def run_evaluate(args: argparse.Namespace) -> None:
     _check_writable_format(args.output)
     kind = table_kind(args.table)
     table, params, per_rank = _read_with_params(args, args.table, kind)
-    comm, options = _model_inputs(args, params, per_rank) if kind == "measurements" \
-        else (None, None)
+    comm, options = _model_inputs(args, args.table, params, per_rank) \
+        if kind == "measurements" else (None, None)
     result, decision = evaluate_table(
         table, kind, params, args.holdout,
         [name.strip() for name in args.baselines.split(",") if name.strip()], str(args.table),
@@ -733,7 +741,7 @@ def run_refine_round(args: argparse.Namespace) -> None:
     if args.frequency_table is not None and args.frequency_solution is None:
         raise ApmtError("--frequency-table needs --frequency-solution (where the solution goes)")
     table, params, per_rank = _read_with_params(args, args.table, "measurements")
-    comm, options = _model_inputs(args, params, per_rank)
+    comm, options = _model_inputs(args, args.table, params, per_rank)
     frequency = frequency_outcome(args.frequency_table)
     if args.frequency_solution is not None:
         write_table(frequency[0], args.frequency_solution)

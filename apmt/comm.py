@@ -72,7 +72,7 @@ def operation_series(key: tuple, rows: pd.DataFrame, params: list[str], source: 
     each role over all operations of a table)."""
     op = key[0]
     kind = kind_of(op)
-    check_series(key, rows, source, "p", "time")
+    check_series(key, rows, source, "p", "time", params)
     base = {column: rows[column].to_numpy(float) for column in ["p", *params]}
     varying = tuple(param for param in params if rows[param].nunique() > 1)
     series = {"calls": SeriesData(base, rows["calls"].to_numpy(float), ("p", *varying))}

@@ -28,6 +28,7 @@ backtests could check only the classic laws, holding their forecast as well (_cl
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -237,6 +238,13 @@ class SeriesFit:
     def function(self) -> str:
         return self.hypothesis.text(self.coefficients)
 
+    @property
+    def variables(self) -> set[str]:
+        """The names the function depends on, also inside a work expression (``size/p``
+        depends on size and p): a name it does not use, it cannot predict the effect of."""
+        return {name for basis in self.hypothesis.bases for term in basis
+                for name in re.findall(r"[A-Za-z_]\w*", term.variable)}
+
     def predict(self, values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Point prediction and the lower and upper ends of its 90% interval.
 
@@ -250,31 +258,34 @@ class SeriesFit:
         calibrate), see ``beyond``, around this forecast and, for a fit with ``anchors``,
         around theirs as well: the backtests checked theirs.
         """
-        chosen = np.maximum(_evaluate(self.hypothesis, self.coefficients, values), TINY)
-        design = self.hypothesis.design(values)
-        if self.hypothesis.form == "linear":
-            design = design / chosen[:, None]
-        leverage = np.einsum("ik,kl,il->i", design, self.inverse_gram, design)
-        quantile = stats.t.ppf(0.5 + INTERVAL_LEVEL / 2, max(self.dof, 1))
-        half_width = quantile * self.sigma * np.sqrt(1.0 + np.nan_to_num(leverage, nan=1e6))
-        logs = [np.log(chosen)] + [
-            np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY))
-            for hypothesis, coefficients in self.alternatives]
-        center = np.mean(logs, axis=0) if self.averaged else logs[0]
-        half_width = np.maximum(half_width, np.max(np.abs(np.array(logs) - center), axis=0))
-        low, high = center - half_width, center + half_width
-        if self.calibrated:
-            beyond = self.distance(values)
-            noise = stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2) * self.sigma
-            half_width = np.maximum(noise, self.beyond(beyond))
-            anchored = np.mean([np.log(np.maximum(_evaluate(h, c, values), TINY))
-                                for h, c in self.anchors], axis=0) if self.anchors else center
-            low = np.where(beyond > 0, np.minimum(center, anchored) - half_width, low)
-            high = np.where(beyond > 0, np.maximum(center, anchored) + half_width, high)
-        # no cap: an interval says how little is known; only kept within floating point
-        low = np.maximum(low, center - FLOAT_LOG_LIMIT)
-        high = np.minimum(high, center + FLOAT_LOG_LIMIT)
-        return np.exp(center), np.exp(low), np.exp(high)
+        # far beyond the data (n = 1e300) values overflow: inf and NaN are the answer there,
+        # which apmt.trust calls no finite prediction
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            chosen = np.maximum(_evaluate(self.hypothesis, self.coefficients, values), TINY)
+            design = self.hypothesis.design(values)
+            if self.hypothesis.form == "linear":
+                design = design / chosen[:, None]
+            leverage = np.einsum("ik,kl,il->i", design, self.inverse_gram, design)
+            quantile = stats.t.ppf(0.5 + INTERVAL_LEVEL / 2, max(self.dof, 1))
+            half_width = quantile * self.sigma * np.sqrt(1.0 + np.nan_to_num(leverage, nan=1e6))
+            logs = [np.log(chosen)] + [
+                np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY))
+                for hypothesis, coefficients in self.alternatives]
+            center = np.mean(logs, axis=0) if self.averaged else logs[0]
+            half_width = np.maximum(half_width, np.max(np.abs(np.array(logs) - center), axis=0))
+            low, high = center - half_width, center + half_width
+            if self.calibrated:
+                beyond = self.distance(values)
+                noise = stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2) * self.sigma
+                half_width = np.maximum(noise, self.beyond(beyond))
+                anchored = np.mean([np.log(np.maximum(_evaluate(h, c, values), TINY))
+                                    for h, c in self.anchors], axis=0) if self.anchors else center
+                low = np.where(beyond > 0, np.minimum(center, anchored) - half_width, low)
+                high = np.where(beyond > 0, np.maximum(center, anchored) + half_width, high)
+            # no cap: an interval says how little is known; only kept within floating point
+            low = np.maximum(low, center - FLOAT_LOG_LIMIT)
+            high = np.minimum(high, center + FLOAT_LOG_LIMIT)
+            return np.exp(center), np.exp(low), np.exp(high)
 
     def beyond(self, distance: np.ndarray) -> np.ndarray:
         """The calibrated log half-width at a log distance beyond the measured range: one

@@ -110,7 +110,7 @@ def series_data(points: pd.DataFrame, params: list[str], source: str,
                             rows[value].to_numpy(float), variables, primary)
         if len(series.levels) < MIN_DISTINCT_P or not np.all(series.y > 0):
             try:      # the reason in words (apmt.series), for what the quick test doubts
-                check_series(key, rows, source, primary, value)
+                check_series(key, rows, source, primary, value, params)
             except UnfittableSeries as error:
                 left_out[key] = error.reason
                 continue

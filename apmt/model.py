@@ -198,6 +198,7 @@ class Model:
     notes: list[str] = field(default_factory=list)
     provenance: dict | None = None
     work: str | None = None     # the work per rank as an expression (apmt.work), if given
+    call_path_values: str | None = None  # inclusive or exclusive, where the input said
 
     # ------------------------------------------------------------------------------ lookups
 
@@ -256,6 +257,12 @@ class Model:
         or the fit of the application kernel (a counters-only table has neither)."""
         return self.computes() or self.fit_of(self.app_kernel, TIME_METRIC) is not None
 
+    def variables(self) -> set[str]:
+        """The names some fit of the model depends on (apmt.fit.SeriesFit.variables)."""
+        fits = [entry.fit for entry in self.series] + [
+            operation.fits["time"] for operation in self.communication]
+        return set().union(*(fit.variables for fit in fits))
+
     def domains(self) -> list[dict[str, tuple[float, float]]]:
         """The measured ranges of every fit of the model."""
         return [entry.fit.domain for entry in self.series] + [
@@ -279,6 +286,8 @@ class Model:
         lines += [f"work per rank: {self.work}"] if self.work else []
         for row in self.kernels_of("key"):
             metric = self.kernel_metric(row["kernel"])
+            if self.fit_of(row["kernel"], metric) is None:    # no time: the metric classed by
+                metric = self.cost_metric
             lines.append(f"  {row['kernel']}: {metric} = {self.function_of(row['kernel'], metric)}")
         if self.app_kernel not in (None, APP_KERNEL):
             lines.append(f"  application {self.app_kernel}: time = "
@@ -349,13 +358,15 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
                 app_kernel: str | None = None, per_rank_params: frozenset[str] = frozenset(),
                 threshold: float = 0.05, scaling: str | None = None,
                 interest: frozenset[str] = frozenset(), work: str | None = None,
-                mode: str = "auto") -> Model:
+                mode: str = "auto", call_path_values: str | None = None) -> Model:
     """Classify kernels, fit every series that the model needs, and assemble Eq. 2.
     ``scaling`` is weak when a parameter is per rank (the work per rank stays as P grows),
     else strong, unless given; the kernels of ``interest`` are key whatever their share;
     ``work``: the work per rank as an expression (apmt.work), in the fits for ``size/p``.
     ``mode``: counters (Eq. 2's CPI and memory terms, apmt.counters), time (each kernel's
-    time its own fit), or auto: counters where the table and the machine allow it."""
+    time its own fit), or auto: counters where the table and the machine allow it.
+    ``call_path_values``: what call paths' values hold (apmt.nesting.VALUE_KINDS), where the
+    import or the user said; else the values decide."""
     if mode not in MODES:
         raise ApmtError(f"{source}: mode {mode!r} is not one of {', '.join(MODES)}")
     table, runtime = runtime_buckets(points(measurements, params), params)
@@ -365,7 +376,7 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         raise ApmtError(f"{source}: application kernel {app_kernel!r} not found")
     scaling = scaling or ("weak" if per_rank_params else "strong")
     metric = cost_metric(table, app_kernel)
-    nesting = resolve(table, params, app_kernel, metric)
+    nesting = resolve(table, params, app_kernel, metric, call_path_values)
     table = nesting.table
     kernels = with_nested(classify(table, params, app_kernel, threshold, scaling, metric,
                                    interest), nesting.nested)
@@ -412,7 +423,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
         mode="counters" if cpi and machine is not None and mode != "time" else "time",
         cost_metric=metric, runtime=runtime, interest=sorted(interest),
         calibration={"regime": fitted.regime, "intervals": fitted.calibration},
-        counters=counted.to_dict() if cpi else {}, work=work)
+        counters=counted.to_dict() if cpi else {}, work=work,
+        call_path_values=call_path_values)
     model.error_correlation = _error_correlation(model)
     model.notes = _notes(model) + fitted.notes + comm_notes + [note for note in (
         nesting.note, missing_interest(table, interest), _runtime_note(runtime)) if note]
@@ -456,7 +468,7 @@ def measured_parts(model: Model, measurements: pd.DataFrame, comm: pd.DataFrame 
     number). Without an application kernel the time is computation plus communication."""
     params = model.params
     table = resolve(runtime_buckets(points(measurements, params), params)[0], params,
-                    model.app_kernel, model.cost_metric).table
+                    model.app_kernel, model.cost_metric, model.call_path_values).table
     runs = _run_times(table, comm, model.classes, params, model.app_kernel)
     computed = runs["comp"].add(runs["comm"], fill_value=0.0)
     total = runs["app"] if model.app_kernel is not None else computed
@@ -607,6 +619,20 @@ def _paths_note(model: Model) -> list[str]:
     return [f"{kernel}: {entry.describe()}" for kernel, entry in model.counter_kernels()]
 
 
+def _unvaried_notes(model: Model) -> list[str]:
+    """A variable every series measured at one value: the model does not depend on it, and
+    predictions at other values are unsupported (apmt.trust.unvaried)."""
+    domains = [entry.fit.domain for entry in model.series]
+    if not domains:
+        return []
+    names = set.intersection(*(set(domain) for domain in domains)) - model.variables()
+    return [f"{name} was measured at {domains[0][name][0]:g} only: the model does not depend "
+            f"on it, and predictions at other values of {name} are unsupported"
+            for name in sorted(names, key=lambda n: (n != "p", n))
+            if len({domain[name] for domain in domains}) == 1
+            and domains[0][name][0] == domains[0][name][1]]
+
+
 def _notes(model: Model) -> list[str]:
     notes = []
     if model.mode == "time":
@@ -621,6 +647,7 @@ def _notes(model: Model) -> list[str]:
             notes.append(f"memory contention: E = LLC misses / memory accesses = {ratio:.2g} "
                          f"for {kernel!r} exceeds {CONTENTION_LIMIT:g}; its predictions for "
                          "larger problem sizes may be optimistic (paper 000, 4.2)")
+    notes += _unvaried_notes(model)
     app_fitted = model.fit_of(model.app_kernel, TIME_METRIC) is not None
     if model.app_kernel not in (None, APP_KERNEL) and app_fitted:
         notes.append(f"application time is the fit of {model.app_kernel!r}; the parts "

@@ -2,10 +2,15 @@
 
 Profiles name code regions in two ways. Call paths (``main/solve/MPI_Send`` from Score-P's
 Cube and Caliper's trees, or ``main->solve``) say where each region sits; their values are
-exclusive when the importer derived them so (apmt.ingest.cube and .caliper do), and inclusive
-when every region's value holds its children's. Flat names (Extra-P's text files, RELeARN's
-``main()``, ``Simulation loop``, ``Connectivity update``, ...) say nothing, and their values are
-inclusive: the simulation loop holds the connectivity update, which holds its phases.
+exclusive when the importer derived them so (apmt.ingest.cube and .caliper do, and say so in
+the import's provenance: ``call_path_values``), and inclusive when every region's value holds
+its children's. Where nobody said, the values decide: inclusive when every parent's value
+holds its children's at every point. That test cannot tell exclusive values whose parents
+happen to cost more than their children from inclusive ones, so a stated kind wins.
+
+Flat names (Extra-P's text files, RELeARN's ``main()``, ``Simulation loop``, ``Connectivity
+update``, ...) say nothing, and their values are inclusive: the simulation loop holds the
+connectivity update, which holds its phases.
 
 Summing nested regions counts time twice or more (RELeARN's sum of regions is 4x its run
 time). So before the model adds parts:
@@ -30,6 +35,7 @@ from apmt.kernels import cost_metric
 from apmt.tables import APP_KERNEL
 
 SEPARATOR = re.compile(r"/|->")
+VALUE_KINDS = ("inclusive", "exclusive")   # what a call path's value holds, where it is known
 TOLERANCE = 0.02        # timers of nested regions, summed, may overshoot their parent a little
 
 
@@ -44,11 +50,12 @@ class Nesting:
 
 
 def resolve(points: pd.DataFrame, params: list[str], app_kernel: str | None,
-            metric: str | None = None) -> Nesting:
+            metric: str | None = None, values: str | None = None) -> Nesting:
     """The nesting of a points table (apmt.series.points), judged on ``metric`` (the cost
     that classes kernels, cost_metric's choice by default): call paths made exclusive where
-    their values are inclusive, else flat regions that overlap sorted into top-level and
-    nested ones."""
+    their values are inclusive (``values``, one of VALUE_KINDS, where the importer or the
+    user said; else judged from the values), else flat regions that overlap sorted into
+    top-level and nested ones."""
     kernels = [k for k in points["kernel"].unique() if k not in (app_kernel, APP_KERNEL)]
     parents = call_tree(kernels)
     run = ["p", *params]
@@ -56,11 +63,12 @@ def resolve(points: pd.DataFrame, params: list[str], app_kernel: str | None,
     time = points[points["metric"] == metric].pivot_table(
         index="kernel", columns=run, values="value", aggfunc="mean")
     if parents:
-        if not _inclusive(time, parents):
+        if values == "exclusive" or (values is None and not _inclusive(time, parents)):
             return Nesting(points)
         return Nesting(_exclusive(points, parents, run), note=(
-            "call-path values are inclusive (every region's time holds its children's): "
-            "the model sums their exclusive parts"))
+            "call-path values are inclusive (" + (
+                "as the input says" if values else "every region's time holds its children's")
+            + "): the model sums their exclusive parts"))
     root = _root(time, app_kernel)
     nested = _nested(time, kernels, root)
     if not nested:

@@ -37,7 +37,8 @@ def predict(model: Model, targets: pd.DataFrame,
         # the rows of kernel <app> are the assembled ones; a measured <app>'s own fit is beside
         metric = f"fitted_{entry.metric}" if entry.kernel == APP_KERNEL else entry.metric
         frames.append(_rows(targets, params, entry.kernel, metric, bounds,
-                            judge(entry.fit.domain, values, *bounds)))
+                            judge(entry.fit.domain, values, *bounds,
+                                  used=entry.fit.variables)))
     nan = np.full(len(values["p"]), np.nan)
     for entry in model.left_out:
         kernel, metric = _left_out_row(entry)
@@ -64,9 +65,14 @@ def _application_rows(model: Model, targets: pd.DataFrame, values: dict,
     parts = assemble(model, values, volume_ratios, terms)
     frames = [_rows(targets, model.params, APP_KERNEL, TIME_METRIC, parts[TIME_METRIC],
                     application_trust(model, values, volume_ratios, terms))]
+    nan = np.full(len(values["p"]), np.nan)
     for part in PARTS:
-        frames.append(_rows(targets, model.params, APP_KERNEL, part, parts[part],
-                            judge(domain, values, *parts[part])))
+        if model.predicts_time():
+            frames.append(_rows(targets, model.params, APP_KERNEL, part, parts[part],
+                                judge(domain, values, *parts[part], used=model.variables())))
+        else:       # no time, no parts of it: not zeros
+            frames.append(_rows(targets, model.params, APP_KERNEL, part, (nan, nan, nan),
+                                ([UNSUPPORTED] * len(nan), [NO_TIME] * len(nan))))
     return frames
 
 
@@ -81,7 +87,7 @@ def application_trust(model: Model, values: dict[str, np.ndarray],
     terms = terms if terms is not None else list(contributions(model, values, volume_ratios))
     time = assemble(model, values, volume_ratios, terms)[TIME_METRIC]
     domain = merged_domain(model.domains())
-    levels, reasons = judge(domain, values, *time)
+    levels, reasons = judge(domain, values, *time, used=model.variables())
     if not model.predicts_time():
         return levels, [NO_TIME] * len(reasons)
     total = time[0]
@@ -233,12 +239,15 @@ class _Sum:
     def add(self, bounds: tuple[np.ndarray, ...]) -> None:
         predicted, lower, upper = bounds
         self.value = self.value + predicted
-        for side, distance in (("below", predicted - lower), ("above", upper - predicted)):
-            self.linear[side] = self.linear[side] + distance
-            self.squares[side] = self.squares[side] + distance**2
+        with np.errstate(over="ignore", invalid="ignore"):   # inf parts: no finite sum
+            for side, distance in (("below", predicted - lower), ("above", upper - predicted)):
+                self.linear[side] = self.linear[side] + distance
+                self.squares[side] = self.squares[side] + distance**2
 
     def _distance(self, side: str) -> np.ndarray:
-        return np.sqrt((1.0 - self.rho) * self.squares[side] + self.rho * self.linear[side] ** 2)
+        with np.errstate(over="ignore", invalid="ignore"):   # a part's interval beyond floats
+            return np.sqrt((1.0 - self.rho) * self.squares[side]
+                           + self.rho * self.linear[side] ** 2)
 
     def bounds(self) -> Bounds:
         return (self.value, self.value - self._distance("below"),

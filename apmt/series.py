@@ -93,7 +93,8 @@ class UnfittableSeries(ApmtError):
         self.reason = reason
 
 
-def unfittable_reason(rows: pd.DataFrame, primary: str = "p", value: str = "value") -> str | None:
+def unfittable_reason(rows: pd.DataFrame, primary: str = "p", value: str = "value",
+                      params: Sequence[str] = ()) -> str | None:
     """Why a series' points cannot be fitted, or None: fewer than 3 distinct values of the
     primary variable, or values that are not all positive (the fits weigh relative errors).
     A zero is a measured value (cachegrind counted no miss there), so a series that is zero
@@ -110,10 +111,25 @@ def unfittable_reason(rows: pd.DataFrame, primary: str = "p", value: str = "valu
     if zero.all():
         return f"is zero at every {primary} ({_listed(rows[primary])}): nothing to fit"
     if zero.any():
-        return (f"is zero at {primary} = {_listed(rows.loc[zero, primary])} and positive at "
-                f"{_listed(rows.loc[~zero, primary])}: a fit of relative errors needs positive "
-                "values throughout")
+        names = [primary, *(c for c in dict.fromkeys(["p", *params])
+                            if c != primary and rows[c].nunique() > 1)]
+        return (f"is zero at {_points(rows[zero], names)} and positive at "
+                f"{_points(rows[~zero], names)}: a fit of relative errors needs "
+                "positive values throughout")
     return None
+
+
+def _points(rows: pd.DataFrame, names: list[str], at_most: int = 6) -> str:
+    """The points of ``rows`` in words: the values of ``names`` (the primary variable, and
+    those of P and the parameters that vary in the series), as tuples where there are
+    several (a value of x alone can be both zero and positive, at two values of y)."""
+    if len(names) == 1:
+        return f"{names[0]} = {_listed(rows[names[0]])}"
+    points = sorted(set(map(tuple, rows[names].to_numpy(float))))
+    listed = ", ".join("(" + ", ".join(f"{v:g}" for v in point) + ")"
+                       for point in points[:at_most])
+    more = f" and {len(points) - at_most} more" if len(points) > at_most else ""
+    return f"({', '.join(names)}) = {listed}{more}"
 
 
 def _listed(values: pd.Series) -> str:
@@ -121,9 +137,9 @@ def _listed(values: pd.Series) -> str:
 
 
 def check_series(key: tuple, rows: pd.DataFrame, source: str, primary: str = "p",
-                 value: str = "value") -> None:
+                 value: str = "value", params: Sequence[str] = ()) -> None:
     """Raise UnfittableSeries when the series cannot be fitted (see unfittable_reason)."""
-    reason = unfittable_reason(rows, primary, value)
+    reason = unfittable_reason(rows, primary, value, params)
     if reason is not None:
         raise UnfittableSeries(source, "/".join(str(k) for k in key), reason)
 
@@ -134,7 +150,7 @@ def fit_points(key: tuple, rows: pd.DataFrame, params: list[str], source: str,
     """Check and fit one series' points over P and its parameters (and its work per rank,
     where a work expression gives it)."""
     primary, variables = fit_plan(rows, params, per_rank_params, work)
-    check_series(key, rows, source, primary, value)
+    check_series(key, rows, source, primary, value, params)
     values = {column: rows[column].to_numpy(float) for column in ["p", *params]}
     try:
         return fit_series(values, rows[value].to_numpy(float), variables, primary)

@@ -2,11 +2,15 @@
 
 A prediction is
 - ``interpolated`` when its point lies inside the measured range of every variable (P and
-  each parameter);
+  each parameter) and its 90% interval spans less than a factor of ``MAX_WIDTH``: inside
+  the range, a wider one means the function does not follow the measured values (a series
+  that changes regime, as Extra-P's segmented test data do);
 - ``extrapolated`` when it lies beyond that range by at most ``MAX_FACTOR`` and its 90%
   interval spans less than a factor of ``MAX_WIDTH`` (upper / lower);
-- ``unsupported`` when it lies beyond and either limit is passed, and always for a series the
-  model could not fit (no number at all).
+- ``unsupported`` when it lies beyond and either limit is passed, inside the range when the
+  interval is that wide, when it changes a variable that was measured at one value only and
+  that no function uses (nothing shows how it acts: a profile set of one P over a size
+  parameter), and always for a series the model could not fit (no number at all).
 
 Why these limits: the fit engine rejects shapes that turn negative or explode, but it checks
 them only up to 100 times the measured range (apmt.fit.EXTRAPOLATION_FACTORS); beyond it,
@@ -54,17 +58,26 @@ def distance(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarra
 
 
 def judge(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarray],
-          predicted: np.ndarray, lower: np.ndarray, upper: np.ndarray
-          ) -> tuple[list[str], list[str]]:
-    """The trust level and its reason (one short sentence) of each prediction."""
+          predicted: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+          used: set[str] = frozenset()) -> tuple[list[str], list[str]]:
+    """The trust level and its reason (one short sentence) of each prediction; ``used``:
+    the variables the prediction's functions depend on (apmt.fit.SeriesFit.variables)."""
     factor, where = distance(domain, values)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         width = np.asarray(upper, float) / np.asarray(lower, float)
     levels, reasons = [], []
+    fixed = unvaried(domain, values, used)
     for i, predicted_value in enumerate(np.asarray(predicted, float)):
         if not np.isfinite(predicted_value):
             levels.append(UNSUPPORTED)
             reasons.append("no finite prediction")
+        elif fixed[i]:
+            levels.append(UNSUPPORTED)
+            reasons.append(fixed[i])
+        elif factor[i] <= 1 and width[i] > MAX_WIDTH:
+            levels.append(UNSUPPORTED)
+            reasons.append(f"inside the measured range, but its 90% interval spans a factor of "
+                           f"{width[i]:.3g}: the function does not follow the measured values")
         elif factor[i] <= 1:
             levels.append("interpolated")
             reasons.append("inside the measured range")
@@ -80,6 +93,23 @@ def judge(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarray],
             reasons.append(where[i] + (f"; 90% interval within a factor of {width[i]:.2g}"
                                        if np.isfinite(width[i]) else ""))
     return levels, reasons
+
+
+def unvaried(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarray],
+             used: set[str] = frozenset()) -> list[str]:
+    """Per point, in words, a variable it sets to another value than the only one measured
+    ("" where there is none), unless a function uses it all the same (through a work
+    expression such as ``size/p``, whose values did vary): else nothing says how it acts."""
+    n = len(next(iter(values.values())))
+    words = [""] * n
+    for name, (low, high) in domain.items():
+        if low != high or name not in values or name in used:
+            continue
+        value = np.asarray(values[name], float)
+        for i in np.flatnonzero(~np.isclose(value, low, rtol=1e-9)):
+            words[i] = words[i] or (f"{name} = {value[i]:g}, but {name} was measured at "
+                                    f"{low:g} only: nothing shows how it acts")
+    return words
 
 
 def merged_domain(domains: list[dict[str, tuple[float, float]]]) -> dict[str, tuple[float, float]]:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from apmt.errors import ApmtError
-from apmt.ingest import import_profiles
+from apmt.ingest import FORMATS, import_profiles
 from apmt.ingest.collectives import read_collectives
 from apmt.ingest.extrap_text import read_extrap_text
 from apmt.tables import check_table
@@ -19,6 +19,8 @@ from apmt.tables import check_table
 RELEARN_P = [32, 64, 128, 256, 512]
 RELEARN_N = [5000.0, 6000.0, 7000.0, 8000.0, 9000.0]
 NEVER_RUN = "Update #synaptic elements + del synapses"
+EXTRAP_FILES = Path(__file__).parent / "fixtures" / "extrap_text"  # Extra-P's test data
+NO_P_HINT = "name the process count p (or processes, ranks) on the PARAMETER line"
 
 
 @pytest.fixture(scope="module")
@@ -80,10 +82,90 @@ def test_points_in_parentheses_and_process_synonym(tmp_path: Path) -> None:
     assert set(table["metric"]) == {"time"}
 
 
+def test_blanks_collapse_as_in_extrap(tmp_path: Path) -> None:
+    """Tabs and runs of blanks separate fields, as in Extra-P's reader; names keep one space."""
+    source = tmp_path / "tabs.txt"
+    source.write_text("PARAMETER\tp \t n\nPOINTS\t(\t4\t1 )  (8\t1)\n"
+                      "REGION \t halo \t exchange\t\nDATA\t1\t 2\nDATA 3\n")
+    table = read_extrap_text([source])
+    assert list(table["kernel"].unique()) == ["halo exchange"]
+    assert list(zip(table["p"], table["n"], table["value"], strict=True)) == [
+        (4, 1, 1.0), (4, 1, 2.0), (8, 1, 3.0)]
+
+
+def test_extrap_two_parameters_on_one_line() -> None:
+    """Extra-P's ``PARAMETER p s``: two parameters, and tabs after DATA."""
+    source = EXTRAP_FILES / "two_parameter_5.txt"
+    table, _ = import_profiles("extrap-text", [source])
+    assert list(table.columns) == ["kernel", "metric", "p", "s", "rep", "value"]
+    assert len(table) == 25 and set(table["kernel"]) == {"main"}
+    assert sorted(table["p"].unique()) == [2, 4, 8, 16, 32]
+    assert sorted(table["s"].unique()) == [10, 20, 30, 40, 50]
+    formula = 2 + 0.884 * table["s"] * np.log2(table["p"])  # the file's "# formula" comment
+    assert np.allclose(table["value"], formula, rtol=1e-12, atol=0)
+
+
+def test_extrap_tab_separated_fields(tmp_path: Path) -> None:
+    """Extra-P's file with every field tab-separated reads to its end (then lacks p); with
+    its x called p, each of its 60 points carries the value of its own formula first."""
+    source = EXTRAP_FILES / "two_parameter_segmented_1.txt"
+    with pytest.raises(ApmtError, match=re.escape(f"{source}: no parameter 'p' among x, y: ")):
+        read_extrap_text([source])
+    renamed = tmp_path / "p_y.txt"
+    renamed.write_bytes(source.read_bytes().replace(b"PARAMETER x\n", b"PARAMETER p\n", 1))
+    table = read_extrap_text([renamed])
+    assert len(table) == 300
+    assert set(table["kernel"]) == {"reg"} and set(table["metric"]) == {"metr"}
+    first = table[table["rep"] == 1]
+    assert len(first) == 60 and sorted(first["p"].unique()) == list(range(10, 101, 10))
+    x, y = first["p"], first["y"]
+    formula = np.where(x < 55, x ** 2 * 0.4 * y, 1400 + x * 10 * y)  # the file's comment
+    assert np.allclose(first["value"], formula, rtol=1e-12, atol=0)
+
+
+def test_extrap_file_without_process_count(tmp_path: Path, cli) -> None:
+    """Refused in one line that says how to make the file importable."""
+    source = EXTRAP_FILES / "one_parameter_1.txt"
+    output = tmp_path / "table.csv"
+    run = cli("import", "extrap-text", source, "-o", output)
+    assert run.code == 2 and not output.exists()
+    assert run.err.splitlines() == [
+        f"apmt: error: {source}: no parameter 'p' among x: {NO_P_HINT}"]
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_file_given_twice(tmp_path: Path, fmt: str) -> None:
+    """Any format: a file given twice, under any name, is refused before it is read."""
+    source = tmp_path / "profile"
+    source.write_text("")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link").symlink_to(source)
+    with pytest.raises(ApmtError, match=f"^{re.escape(str(source))}: given twice; "):
+        import_profiles(fmt, [source, source])
+    for other in (tmp_path / "sub" / ".." / "profile", tmp_path / "link"):
+        with pytest.raises(ApmtError, match=re.escape(f"{other}: given twice (also as {source})")):
+            import_profiles(fmt, [source, other])
+
+
+def test_extrap_file_given_twice_writes_nothing(tmp_path: Path, cli) -> None:
+    source = EXTRAP_FILES / "two_parameter_5.txt"
+    output = tmp_path / "table.csv"
+    assert cli("import", "extrap-text", source, "-o", output).code == 0
+    output.unlink()
+    run = cli("import", "extrap-text", source, source, "-o", output)
+    assert run.code == 2 and not output.exists()
+    assert run.err.splitlines() == [
+        f"apmt: error: {source}: given twice; name each input once"]
+
+
 @pytest.mark.parametrize(("text", "problem"), [
     ("PARAMETER p\nPOINTS (4 1) (8 1)\n", "point '4 1' has 2 values for 1 parameter(s)"),
     ("PARAMETER p\nPOINTS 4 8\nREGION r\nDATA 1\nPARAMETER q\n", "PARAMETER 'q' after POINTS"),
-    ("PARAMETER n\nPOINTS 4 8\nREGION r\nDATA 1\n", "no parameter 'p'"),
+    ("PARAMETER n\nPOINTS 4 8\nREGION r\nDATA 1\n", f"no parameter 'p' among n: {NO_P_HINT}"),
+    ("PARAMETER p p\nPOINTS (4 1)\n", "line 1: parameter 'p' named twice"),
+    ("PARAMETER processes\nPARAMETER n p\n", "line 2: parameter 'p' named twice"),
+    ("PARAMETER\nPOINTS 4 8\n", "line 1: PARAMETER names no parameter"),
+    ("PARAMETER p n\nPOINTS (4 1) 8 (16 1)\n", "line 2: '8' outside the parentheses"),
     ("PARAMETER p\nPOINTS 4 8\nRUN r\n", "line 3: unknown keyword 'RUN'"),
     ("PARAMETER p\nPOINTS 4 8\n", "no DATA lines"),
 ])

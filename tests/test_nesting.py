@@ -57,6 +57,39 @@ def test_exclusive_call_paths_stay(measured_data: Path) -> None:
     assert call_tree(list(measurements["kernel"].unique()))     # names do form a tree
 
 
+def test_exclusive_cube_values_whose_parents_cost_most_stay_exclusive(measured_data: Path,
+                                                                      cli, tmp_path: Path
+                                                                      ) -> None:
+    """Extra-P's mm cube set at x = 1 to 250: main's own (exclusive) time exceeds its
+    callees' at every one of them, so judged from the values alone it looks
+    inclusive and its callees would be taken off it twice. apmt import records that Cube's
+    values are exclusive, and the fit keeps them: the application time at a measured point is
+    the profile's total."""
+    runs = [measured_data / "scorep_counters" / "mm_cubeset" / f"mm.x{x}y1z1.r1"
+            for x in (1, 10, 25, 50, 100, 250)]
+    measurements, _ = import_profiles("cube", runs)
+    time = measurements[measurements["metric"] == "time"]
+    at_100 = time[time["x"] == 100].groupby("kernel")["value"].sum()
+    assert at_100["main"] > at_100.drop("main").sum()      # what fools the values' test
+    assert resolve(points(measurements, ["x"]), ["x"], None).note.startswith(
+        "call-path values are inclusive")
+    assert resolve(points(measurements, ["x"]), ["x"], None, values="exclusive").note == ""
+
+    table = tmp_path / "mm.csv"
+    assert cli("import", "cube", *runs, "-o", table).code == 0
+    fitted = cli("fit", table, "--param", "x", "y", "z", "-o", tmp_path / "mm.json")
+    assert fitted.code == 0 and "call-path values are inclusive" not in fitted.out + fitted.err
+    predicted = cli("predict", tmp_path / "mm.json", "--at", "p=1,x=100,y=1,z=1",
+                    "-o", tmp_path / "p.csv")
+    assert predicted.code == 0
+    rows = pd.read_csv(tmp_path / "p.csv").set_index(["kernel", "metric"])
+    assert rows.at[(APP_KERNEL, "time"), "predicted"] == pytest.approx(at_100.sum(), rel=0.1)
+    # the user's word wins over the import's
+    cli("fit", table, "--param", "x", "y", "z", "--call-path-values", "inclusive",
+        "-o", tmp_path / "inclusive.json")
+    assert '"call_path_values": "inclusive"' in (tmp_path / "inclusive.json").read_text()
+
+
 def test_overlapping_flat_regions_beside_the_application_time() -> None:
     """The loop holds the solver: beside main, one of them is nested; setup is top-level."""
     flat = table({"main": lambda p: 10 / p + 1.0, "loop": lambda p: 10 / p + 0.8,

@@ -23,6 +23,7 @@ from apmt.errors import ApmtError
 from apmt.evaluate import validate
 from apmt.model import Model, build_model
 from apmt.predict import predict
+from apmt.series import unfittable_reason
 from apmt.tables import APP_KERNEL, check_table, write_table
 
 P_VALUES = (1, 2, 3, 4)
@@ -57,7 +58,7 @@ def test_a_zero_among_positive_values_is_left_out_with_a_note() -> None:
     table = run_rows({1: 40.0, 2: 0.0, 3: 0.0, 4: 12.0})
     model = build_model(table, [], source="sparse")
     reasons = left_out(model)
-    assert "is zero at p = 2, 3 and positive at 1, 4" in reasons[("solve", "llc_misses")]
+    assert "is zero at p = 2, 3 and positive at p = 1, 4" in reasons[("solve", "llc_misses")]
     assert any(note.startswith("solve/llc_misses not modelled: the series is zero at p = 2, 3")
                for note in model.notes), model.notes
     fitted = {(e.kernel, e.metric) for e in model.series}
@@ -70,6 +71,16 @@ def test_a_zero_among_positive_values_is_left_out_with_a_note() -> None:
     assert np.isfinite(fitted["predicted"]).all()
     app = predicted[(predicted["kernel"] == APP_KERNEL) & (predicted["metric"] == "time")]
     assert (app["predicted"] > 0).all()
+
+
+def test_zeros_over_several_variables_are_named_by_their_points() -> None:
+    """Extra-P's multi-parameter cube set had L3 misses zero at some (x, y, z) and positive
+    at others, with the same x on both sides: x alone named it contradictorily."""
+    rows = pd.DataFrame({"p": 1.0, "x": [1.0, 1.0, 10.0, 10.0, 25.0],
+                         "y": [1.0, 10.0, 1.0, 10.0, 1.0], "value": [3.0, 0.0, 5.0, 0.0, 7.0]})
+    assert unfittable_reason(rows, "x", params=["x", "y"]) == (
+        "is zero at (x, y) = (1, 10), (10, 10) and positive at (x, y) = (1, 1), (10, 1), "
+        "(25, 1): a fit of relative errors needs positive values throughout")
 
 
 def test_a_counter_that_is_zero_everywhere_is_left_out_as_such() -> None:
@@ -120,7 +131,7 @@ def test_refine_round_on_a_sparse_table(tmp_path: Path, cli) -> None:
               tmp_path / "evaluation.csv", "-o", tmp_path / "decision.json")
     assert run.code == 0, run.err
     reasons = left_out(json.loads(validation.read_text()))
-    assert "zero at p = 2, 3 and positive at 1" in reasons[("solve", "llc_misses")]
+    assert "zero at p = 2, 3 and positive at p = 1" in reasons[("solve", "llc_misses")]
     decision = json.loads((tmp_path / "decision.json").read_text())
     assert decision["validation"]["left_out"] == json.loads(validation.read_text())["left_out"]
     fitted = cli("fit", measurements, "-o", tmp_path / "model.json")

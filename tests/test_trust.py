@@ -5,6 +5,7 @@ unsupported, twice the largest measured P on a well-behaved series is not."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,10 @@ def one(p: float, lower: float = 0.9, upper: float = 1.1) -> tuple[str, str]:
 
 def test_levels_follow_the_distance_and_the_width() -> None:
     assert one(4) == ("interpolated", "inside the measured range")
-    assert one(4, 0.01, 100)[0] == "interpolated"              # inside: whatever the width
+    level, reason = one(4, 0.01, 100)              # inside, but the function misses the data
+    assert level == "unsupported" and reason.startswith("inside the measured range, but its "
+                                                        "90% interval spans a factor of 1e+04")
+    assert one(4, 0.2, 0.2 * MAX_WIDTH * 0.9)[0] == "interpolated"
     level, reason = one(16)
     assert level == "extrapolated" and reason.startswith("p = 16 is 2x the largest measured (8)")
     assert one(1)[1].startswith("p = 1 is 2x below the smallest measured (2)")
@@ -41,6 +45,49 @@ def test_levels_follow_the_distance_and_the_width() -> None:
     levels, reasons = judge(DOMAIN, {"p": np.array([16.0])}, np.array([np.nan]),
                             np.array([np.nan]), np.array([np.nan]))
     assert levels == ["unsupported"] and reasons == ["no finite prediction"]
+
+
+def test_a_variable_measured_at_one_value_is_unsupported_unless_a_function_uses_it() -> None:
+    domain = {"p": (1.0, 1.0), "x": (10.0, 1000.0)}
+    values = {"p": np.array([1.0, 4.0]), "x": np.array([100.0, 100.0])}
+    ones = np.ones(2)
+    levels, reasons = judge(domain, values, ones, 0.9 * ones, 1.1 * ones, used={"x"})
+    assert levels == ["interpolated", "unsupported"]
+    assert reasons[1] == "p = 4, but p was measured at 1 only: nothing shows how it acts"
+    # size enters through the work per rank (size/p), whose values did vary
+    assert judge(domain, values, ones, 0.9 * ones, 1.1 * ones, used={"x", "p"})[0] == \
+        ["interpolated", "extrapolated"]
+
+
+def test_a_series_that_changes_regime_is_unsupported_even_where_measured() -> None:
+    """Extra-P's segmented test series: log2 p up to p = 20, p^2 from 24 on. No function of
+    the family follows both; the fit misses the measured 1600 at p = 40 by 300x, and its
+    interval there spans a factor of 10^4: unsupported, not interpolated."""
+    text = Path(__file__).parent / "fixtures" / "extrap_text" / "one_parameter_segmented_2.txt"
+    table, _ = import_profiles("extrap-text", [text])
+    model = build_model(table, [], source="segmented")
+    rows = predict(model, pd.DataFrame({"p": [12, 40]})).set_index(["kernel", "metric", "p"])
+    for p in (12, 40):
+        assert rows.at[("main", "runtime", p), "trust"] == "unsupported"
+        assert rows.at[("main", "runtime", p), "trust_reason"].startswith(
+            "inside the measured range, but its 90% interval spans a factor of")
+
+
+def test_one_p_over_a_size_parameter_says_nothing_about_p(measured_data: Path) -> None:
+    """Extra-P's mm cube set: 9 sizes x at p = 1. The model predicts x's effect; p's it
+    cannot know, and says so."""
+    runs = sorted((measured_data / "scorep_counters" / "mm_cubeset").glob("mm.x*"))
+    table, _ = import_profiles("cube", runs)
+    model = build_model(table, ["x", "y", "z"], source="mm")
+    assert "p was measured at 1 only: the model does not depend on it, and predictions at " \
+        "other values of p are unsupported" in model.notes
+    targets = pd.DataFrame({"p": [1, 4], "x": [100, 100], "y": [1, 1], "z": [1, 1]})
+    rows = predict(model, targets)
+    app = rows[(rows["kernel"] == APP_KERNEL) & (rows["metric"] == "time")]
+    assert app["trust"].tolist() == ["interpolated", "unsupported"]
+    assert app["trust_reason"].iloc[1] == \
+        "p = 4, but p was measured at 1 only: nothing shows how it acts"
+    assert rows.loc[rows["p"] == 4, "trust"].eq("unsupported").all()
 
 
 def test_the_farthest_variable_is_named() -> None:
@@ -71,6 +118,20 @@ def test_relearn_inside_twice_and_far_beyond(relearn_small: dict) -> None:
     assert main["trust"].tolist() == ["interpolated", "extrapolated", "unsupported"]
     assert set(rows["trust"]) <= {"interpolated", "extrapolated", "unsupported"}
     assert rows["trust_reason"].str.len().gt(0).all()
+
+
+def test_overflow_far_out_is_no_finite_prediction_without_numpy_warnings(
+        relearn_small: dict) -> None:
+    """n = 1e300 overflows shapes and intervals: the table says unsupported, and numpy
+    prints nothing."""
+    targets = pd.DataFrame({"p": [2048, 2048], "n": [900000, 1e300]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows = predict(relearn_small, targets)
+    app = rows[(rows["kernel"] == APP_KERNEL) & (rows["metric"] == "time")]
+    assert app["trust"].tolist() == ["unsupported", "unsupported"]
+    assert np.isfinite(app["predicted"].iloc[0])
+    assert not np.isfinite(rows.loc[rows["n"] == 1e300, "upper"]).all()
 
 
 def test_predict_warns_in_one_line_about_unsupported_points(relearn_small: dict, cli,

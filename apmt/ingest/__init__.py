@@ -41,6 +41,9 @@ FORMATS: dict[str, tuple[Callable[[list[Path]], pd.DataFrame], str]] = {
     "caliper": (_caliper, "measurements"),
     "collectives": (_collectives, "communication"),
 }
+# what a call path's value holds, where the reader makes it so: Cube's and Caliper's readers
+# subtract the callees (apmt.ingest.cube, .caliper); an Extra-P text file does not say
+CALL_PATH_VALUES = {"cube": "exclusive", "caliper": "exclusive"}
 
 
 def import_profiles(fmt: str, paths: list[Path]) -> tuple[pd.DataFrame, str]:
@@ -48,12 +51,35 @@ def import_profiles(fmt: str, paths: list[Path]) -> tuple[pd.DataFrame, str]:
     if fmt not in FORMATS:
         raise ApmtError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     reader, kind = FORMATS[fmt]
-    table = reader([Path(path) for path in paths])
+    paths = [Path(path) for path in paths]
+    check_distinct(paths)
+    table = reader(paths)
     if table.empty:
         raise ApmtError(f"{', '.join(str(p) for p in paths)}: no rows in the {fmt} input")
     if kind == "measurements":
         table = drop_empty_series(table)
     return check_table(table, ", ".join(str(p) for p in paths), kind), kind
+
+
+def check_distinct(paths: list[Path]) -> None:
+    """Refuse a file given twice (under any name): its rows would count twice, and weigh
+    double in every fit, with nothing in the table to show it."""
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        key = _resolved(path)
+        if key in seen:
+            also = "" if seen[key] == path else f" (also as {seen[key]})"
+            raise ApmtError(f"{path}: given twice{also}; name each input once")
+        seen[key] = path
+
+
+def _resolved(path: Path) -> Path:
+    """The path with links and .. resolved, to compare; as given if the system cannot (a
+    name with a NUL byte, a link loop): the reader then says what is wrong with it."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return path.absolute()
 
 
 def drop_empty_series(table: pd.DataFrame) -> pd.DataFrame:

@@ -4,6 +4,12 @@ Each DATA line holds the repetitions of one point, in the order of the POINTS; a
 METRIC starts the points again. Region names are stripped of surrounding blanks (RELeARN
 indents them to show nesting, but the file carries no call tree, so they are kept flat and
 their values are used as given: nested regions are inclusive of their children).
+
+The grammar is Extra-P's own reader's (extrap/fileio/file_reader/text_file_reader.py): any run
+of blanks, tabs included, separates fields and counts as one space, so a region name keeps
+single spaces only; one PARAMETER line may name several parameters; a point of several
+parameters is written in parentheses. The process count must be one of them (p, processes or
+ranks): apmt models how time changes with it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from apmt.errors import ApmtError
 from apmt.inputs import check_file, read_text, shown
 
 TUPLE = re.compile(r"\(([^)]*)\)")
+BLANKS = re.compile(r"\s+")
+PROCESS_NAMES = ("p", "processes", "ranks")
 
 
 def read_extrap_text(paths: list[Path]) -> pd.DataFrame:
@@ -48,29 +56,47 @@ class _State:
         self.rows: list[dict] = []
 
     def take(self, number: int, line: str) -> None:
-        keyword, _, rest = line.strip().partition(" ")
+        """Hand one line to its keyword's handler; blank lines and comments carry nothing."""
+        keyword, rest = _fields(line)
         if not keyword or keyword.startswith("#"):
             return
         handler = {"PARAMETER": self._parameter, "POINTS": self._points, "METRIC": self._metric,
                    "REGION": self._region, "DATA": self._data, "EXPERIMENT": lambda *_: None}
         if keyword not in handler:
             raise ApmtError(f"{self.path}: line {number}: unknown keyword {keyword!r}")
-        handler[keyword](number, rest.strip())
+        handler[keyword](number, rest)
 
     def _parameter(self, number: int, rest: str) -> None:
+        """Add the line's parameters: Extra-P reads every word after PARAMETER as one."""
         if self.points:
             raise ApmtError(f"{self.path}: line {number}: PARAMETER {rest!r} after POINTS")
-        self.parameters.append("p" if rest.lower() in ("p", "processes", "ranks") else rest)
+        if not rest:
+            raise ApmtError(f"{self.path}: line {number}: PARAMETER names no parameter")
+        for name in map(_parameter_name, rest.split(" ")):
+            if name in self.parameters:  # two columns of one name: a point would lose a value
+                raise ApmtError(f"{self.path}: line {number}: parameter {name!r} named twice")
+            self.parameters.append(name)
 
     def _points(self, number: int, rest: str) -> None:
-        groups = TUPLE.findall(rest) if "(" in rest else rest.split()
+        """Add the line's points, each as wide as the parameters, so DATA can be matched."""
         width = max(len(self.parameters), 1)
-        for group in groups:
+        for group in self._groups(number, rest):
             values = self._numbers(number, group.split())
             if len(values) != width:
-                raise ApmtError(f"{self.path}: line {number}: point {group!r} has {len(values)}"
-                                f" values for {width} parameter(s)")
+                raise ApmtError(f"{self.path}: line {number}: point {group.strip()!r} has "
+                                f"{len(values)} values for {width} parameter(s)")
             self.points.append(values)
+
+    def _groups(self, number: int, rest: str) -> list[str]:
+        """The points of a POINTS line: in parentheses, or one number each without them;
+        text between parentheses would otherwise be dropped unseen."""
+        if "(" not in rest:
+            return rest.split()
+        stray = TUPLE.sub(" ", rest).strip()
+        if stray:
+            raise ApmtError(f"{self.path}: line {number}: {shown(stray)} outside the "
+                            "parentheses of the points")
+        return TUPLE.findall(rest)
 
     def _metric(self, number: int, rest: str) -> None:
         self.metric, self.next_point = rest, 0
@@ -84,14 +110,21 @@ class _State:
         if self.next_point >= len(self.points):
             raise ApmtError(f"{self.path}: line {number}: region {self.region!r} has more DATA "
                             f"lines than the {len(self.points)} POINTS")
-        names = self.parameters or ["p"]
-        if "p" not in names:
-            raise ApmtError(f"{self.path}: no parameter 'p' among {', '.join(names)}")
+        names = self._names()
         point = dict(zip(names, self.points[self.next_point], strict=True))
         for rep, value in enumerate(self._numbers(number, rest.split()), start=1):
             self.rows.append({"kernel": self.region, "metric": self.metric, **point,
                               "rep": rep, "value": value})
         self.next_point += 1
+
+    def _names(self) -> list[str]:
+        """The columns of a point; without the process count there is nothing for apmt to
+        model, and the user has to name it in the file (Extra-P itself accepts any names)."""
+        names = self.parameters or ["p"]
+        if "p" not in names:
+            raise ApmtError(f"{self.path}: no parameter 'p' among {', '.join(names)}: name the "
+                            "process count p (or processes, ranks) on the PARAMETER line")
+        return names
 
     def _numbers(self, number: int, tokens: list[str]) -> tuple[float, ...]:
         values = tuple(_number(token) for token in tokens)
@@ -100,6 +133,18 @@ class _State:
                 kind = "a number" if value is None else "a finite number"
                 raise ApmtError(f"{self.path}: line {number}: {shown(token)} is not {kind}")
         return values
+
+
+def _fields(line: str) -> tuple[str, str]:
+    """A line's keyword and the rest, every run of blanks (tabs too) one space, as Extra-P
+    reads it: its own test files separate fields by tabs."""
+    keyword, _, rest = BLANKS.sub(" ", line).strip().partition(" ")
+    return keyword, rest
+
+
+def _parameter_name(name: str) -> str:
+    """The column of a parameter: the process count is always p, whatever the file calls it."""
+    return "p" if name.lower() in PROCESS_NAMES else name
 
 
 def _number(token: str) -> float | None:
