@@ -233,6 +233,11 @@ class SeriesFit:
     # backtests could check only them (see _classic_fits); beyond the data the interval
     # holds their forecast too
     anchors: list[tuple[Hypothesis, np.ndarray]] = field(default_factory=list)
+    # how far the function misses the measured values it was fitted to, at worst (a factor:
+    # 1 exact), and where: a series that changes regime (NPB FT's fft_ counts 4,500 times the
+    # instructions at P = 1 that it counts from P = 2) or scatters is not followed everywhere
+    misfit: float = 1.0
+    misfit_at: dict[str, float] = field(default_factory=dict)
 
     @property
     def function(self) -> str:
@@ -324,6 +329,7 @@ class SeriesFit:
             "noise_width": self.noise_width, "drift_width": self.drift_width, "step": self.step,
             "anchors": [{"hypothesis": h.to_dict(), "coefficients": c.tolist(),
                          "function": h.text(c)} for h, c in self.anchors],
+            "misfit": self.misfit, "misfit_at": self.misfit_at,
         }
 
     @staticmethod
@@ -339,6 +345,7 @@ class SeriesFit:
             fold_bias=data.get("fold_bias", {}), **_calibration_of(data),
             anchors=[(Hypothesis.from_dict(a["hypothesis"]), np.array(a["coefficients"]))
                      for a in data.get("anchors", [])],
+            misfit=data.get("misfit", 1.0), misfit_at=data.get("misfit_at", {}),
         )
 
 
@@ -964,11 +971,15 @@ def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.nd
     sigma = float(np.sqrt(np.sum(weights * errors**2) / weights.sum()))
     domain = {v: (float(np.min(values[v])), float(np.max(values[v]))) for v in values}
     dof = max(1, min(n - k, len(np.unique(values[primary])) - 1))
+    misses = np.minimum(np.abs(np.log(np.maximum(fitted, TINY) / y)), FLOAT_LOG_LIMIT)
+    worst = int(np.argmax(misses))
     return SeriesFit(
         hypothesis=hypothesis, coefficients=batch.coefficients[index],
         inverse_gram=batch.inverse_gram[index], sigma=sigma, dof=dof, r2=float(r2),
         adj_r2=float(adj_r2), loo_error=float(np.expm1(errors @ weights / weights.sum())),
         n_points=n, domain=domain, alternatives=alternatives,
+        misfit=float(np.exp(misses[worst])),
+        misfit_at={v: float(values[v][worst]) for v in values if domain[v][0] < domain[v][1]},
         fold_bias={fold.label: float(value) for fold, value in
                    zip(folds, batch.fold_signed[index], strict=True) if np.isfinite(value)},
     )

@@ -45,6 +45,8 @@ BACKTESTS = 256      # series backtested per table at most (evenly spread over i
 MIN_REGIME_SERIES = 3  # a regime is a table's property: not judged from fewer series
 REGIME_FLOOR = 0.005   # median backtest errors below half a percent leave nothing to gain
 REGIME_CHANCE = 0.05   # the sign test's p-value a later start must stay below
+MISFIT_NOTED = 10.0    # a function off by this factor at a measured value is named in a note
+MISFIT_NAMED = 5       # the worst of them by name
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,25 @@ class TableFit:
                          f"{SHAPE_LEVELS - 1} could check only the classic laws (power law, "
                          "c + a/P): beyond the data their intervals hold those laws' forecast "
                          "as well")
-        return notes
+        return notes + self._misfit_notes()
+
+    def _misfit_notes(self) -> list[str]:
+        """The series whose function misses one of its own measured values by more than
+        MISFIT_NOTED: a change of regime that no shape follows, or scatter; the worst named,
+        with where (near there the prediction is not the measurement)."""
+        missed = sorted(((fit.misfit, key, fit.misfit_at) for key, fit in self.fits.items()
+                         if fit.misfit > MISFIT_NOTED), key=lambda item: -item[0])
+        if not missed:
+            return []
+        named = "; ".join(
+            (key if isinstance(key, str) else "/".join(map(str, key)))
+            + (" at " + ", ".join(f"{v} = {x:g}" for v, x in at.items()) if at else "")
+            + f" ({factor:.3g}x)" for factor, key, at in missed[:MISFIT_NAMED])
+        more = f"; and {len(missed) - MISFIT_NAMED} more" if len(missed) > MISFIT_NAMED else ""
+        verb = "misses one of its" if len(missed) == 1 else "miss one of their"
+        return [f"{len(missed)} of {len(self.fits)} series {verb} own measured "
+                f"values by more than a factor of {MISFIT_NOTED:g} (a change of regime that "
+                f"no shape follows, or scattered values): {named}{more}"]
 
 
 def series_data(points: pd.DataFrame, params: list[str], source: str,

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from apmt.ingest import import_profiles
-from apmt.model import build_model
+from apmt.model import build_model, load_model, save_model
 from apmt.predict import predict
 from apmt.tables import APP_KERNEL, check_table, read_table
 from apmt.trust import MAX_FACTOR, MAX_WIDTH, distance, judge
@@ -29,10 +29,9 @@ def one(p: float, lower: float = 0.9, upper: float = 1.1) -> tuple[str, str]:
 
 def test_levels_follow_the_distance_and_the_width() -> None:
     assert one(4) == ("interpolated", "inside the measured range")
-    level, reason = one(4, 0.01, 100)              # inside, but the function misses the data
-    assert level == "unsupported" and reason.startswith("inside the measured range, but its "
-                                                        "90% interval spans a factor of 1e+04")
-    assert one(4, 0.2, 0.2 * MAX_WIDTH * 0.9)[0] == "interpolated"
+    assert one(4, 0.01, 100) == (                  # inside: the width is only said
+        "interpolated", "inside the measured range; its 90% interval spans a factor of 1e+04: "
+        "the measured values scatter around the function")
     level, reason = one(16)
     assert level == "extrapolated" and reason.startswith("p = 16 is 2x the largest measured (8)")
     assert one(1)[1].startswith("p = 1 is 2x below the smallest measured (2)")
@@ -59,18 +58,24 @@ def test_a_variable_measured_at_one_value_is_unsupported_unless_a_function_uses_
         ["interpolated", "extrapolated"]
 
 
-def test_a_series_that_changes_regime_is_unsupported_even_where_measured() -> None:
+def test_a_series_that_changes_regime_is_named_and_its_width_said(tmp_path: Path) -> None:
     """Extra-P's segmented test series: log2 p up to p = 20, p^2 from 24 on. No function of
-    the family follows both; the fit misses the measured 1600 at p = 40 by 300x, and its
-    interval there spans a factor of 10^4: unsupported, not interpolated."""
+    the family follows both: the model's notes name it, with the measured point it misses
+    by 300x, and its predictions there say how wide their interval is."""
     text = Path(__file__).parent / "fixtures" / "extrap_text" / "one_parameter_segmented_2.txt"
     table, _ = import_profiles("extrap-text", [text])
     model = build_model(table, [], source="segmented")
-    rows = predict(model, pd.DataFrame({"p": [12, 40]})).set_index(["kernel", "metric", "p"])
-    for p in (12, 40):
-        assert rows.at[("main", "runtime", p), "trust"] == "unsupported"
-        assert rows.at[("main", "runtime", p), "trust_reason"].startswith(
-            "inside the measured range, but its 90% interval spans a factor of")
+    fit = model.fit_of("main", "runtime")
+    assert fit.misfit > 100 and fit.misfit_at == {"p": 40.0}
+    save_model(model, tmp_path / "model.json")
+    stored = load_model(tmp_path / "model.json").fit_of("main", "runtime")
+    assert (stored.misfit, stored.misfit_at) == (fit.misfit, fit.misfit_at)
+    assert any(note.startswith("1 of 1 series misses one of its own measured values by more "
+                               "than a factor of 10") and "main/runtime at p = 40 (" in note
+               for note in model.notes), model.notes
+    rows = predict(model, pd.DataFrame({"p": [40]})).set_index(["kernel", "metric"])
+    assert rows.at[("main", "runtime"), "trust"] == "interpolated"
+    assert "its 90% interval spans a factor of" in rows.at[("main", "runtime"), "trust_reason"]
 
 
 def test_one_p_over_a_size_parameter_says_nothing_about_p(measured_data: Path) -> None:
