@@ -159,7 +159,7 @@ def test_garbage_file(tmp_path: Path) -> None:
     assert str(run / "profile.cubex") in str(caught.value)
 
 
-@pytest.mark.parametrize("name", ["scorep-20240101_1200_4711", "lulesh", "lulesh.p2.5.r1"])
+@pytest.mark.parametrize("name", ["lulesh.p2.5.r1", "lulesh.size25.p", "lulesh.x.r1"])
 def test_unparseable_directory_name(data: Path, tmp_path: Path, name: str) -> None:
     run = tmp_path / name
     run.mkdir()
@@ -167,6 +167,29 @@ def test_unparseable_directory_name(data: Path, tmp_path: Path, name: str) -> No
     with pytest.raises(ApmtError) as caught:
         read_cube([run])
     assert str(run) in str(caught.value)
+
+
+def test_score_p_experiment_directories_take_p_from_their_profiles(data: Path,
+                                                                  tmp_path: Path) -> None:
+    """Score-P names its experiments scorep-<date>_<time>_<id>: no parameters, and p is
+    the profile's number of ranks. Two runs at one P are two repetitions, not one run whose
+    ranks add up."""
+    profiles = {"scorep-20251127_1030_4411": "scorep_cube_sample/lulesh.p27.size25.r1",
+                "scorep-20251127_1031_4412": "scorep_counters/blast.p64.r1",
+                "scorep-20251127_1032_4413": "scorep_counters/blast.p64.r1"}
+    runs = []
+    for name, source in profiles.items():
+        runs.append(tmp_path / name)
+        runs[-1].mkdir()
+        shutil.copy(data / source / "profile.cubex", runs[-1])
+    table = checked(read_cube(runs))
+    assert sorted(c for c in table.columns if c not in ("kernel", "metric", "rank", "value")) \
+        == ["p", "rep"]
+    assert table.groupby("p")["rep"].unique().map(sorted).to_dict() == {27: [1], 64: [1, 2]}
+    blast = table[table["p"] == 64]
+    first, second = (blast[blast["rep"] == rep].drop(columns="rep").reset_index(drop=True)
+                     for rep in (1, 2))
+    pd.testing.assert_frame_equal(first, second)
 
 
 def test_p_in_name_must_match_ranks(data: Path, tmp_path: Path) -> None:

@@ -30,6 +30,10 @@ What is read, and what is left out:
 Run parameters come from the name of the directory holding the profile, in Extra-P's cube-set
 naming (see ``parse_run_name``), also when a profile file is given. A name without ``p<P>`` takes
 p from the profile: its number of MPI ranks (distinct ranks of its process location groups).
+A name without a '.' that is not in that naming either (Score-P's own experiment directories,
+``scorep-20251127_1030_4417``) carries no parameters: such runs take p from their profiles.
+Runs whose names give no repetition are numbered, in the order given, among the runs of the
+same p and parameters: two runs at one P are two repetitions, not one run of twice the ranks.
 """
 
 from __future__ import annotations
@@ -91,9 +95,23 @@ def read_cube(paths: list[Path]) -> pd.DataFrame:
     All runs must carry the same parameters in their names, as in Extra-P's cube sets.
     """
     runs = [run for path in paths for run in find_profiles(Path(path))]
-    tables = [_read_run(run) for run in runs]
+    tables = _numbered([_read_run(run) for run in runs])
     _check_same_parameters(runs, tables)
     return pd.concat(tables, ignore_index=True)
+
+
+def _numbered(tables: list[pd.DataFrame]) -> list[pd.DataFrame]:
+    """Each run without a repetition in its name gets one: its place among the runs of the
+    same p and parameters, in the order given (1, 2, ...)."""
+    seen: dict[tuple, int] = {}
+    numbered = []
+    for table in tables:
+        if "rep" not in table.columns:
+            run = tuple(table[_param_names(table)].iloc[0]) if len(table) else ()
+            seen[run] = seen.get(run, 0) + 1
+            table = table.assign(rep=seen[run])
+        numbered.append(table)
+    return numbered
 
 
 def find_profiles(path: Path) -> list[Path]:
@@ -138,6 +156,14 @@ def parse_run_name(directory: Path) -> dict[str, float]:
     return values
 
 
+def _run_parameters(directory: Path) -> dict[str, float]:
+    """The run's parameters from its directory's name (parse_run_name); none for a name
+    with no '.' outside that naming (Score-P's ``scorep-<date>_<time>_<id>``)."""
+    if "." not in directory.name and not PAIRS.fullmatch(directory.name):
+        return {}
+    return parse_run_name(directory)
+
+
 @cache
 def metric_aliases() -> dict[str, str]:
     """Lower-cased tool metric name -> apmt metric name, from apmt/data/metric_aliases.yaml."""
@@ -152,7 +178,7 @@ def metric_name(name: str) -> str:
 
 def _read_run(profile: Path) -> pd.DataFrame:
     """One profile's rows, with the run's p, parameters and repetition from its directory."""
-    params = parse_run_name(profile.parent)
+    params = _run_parameters(profile.parent)
     matrices, paths, ranks = _read_profile(profile)
     count = len(np.unique(ranks[ranks >= 0]))
     p = int(params.pop("p", count))
@@ -324,5 +350,9 @@ def _check_same_parameters(runs: list[Path], tables: list[pd.DataFrame]) -> None
 
 
 def _params(table: pd.DataFrame) -> str:
-    names = [c for c in table.columns if c not in ("kernel", "metric", "rank", "value")]
-    return ", ".join(names)
+    return ", ".join(_param_names(table))
+
+
+def _param_names(table: pd.DataFrame) -> list[str]:
+    """A run's columns that say which run it is: p, the parameters and the repetition."""
+    return [c for c in table.columns if c not in ("kernel", "metric", "rank", "value")]
