@@ -398,9 +398,8 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     operations, left_out, comm_notes = fit_operations(comm, params, source) \
         if comm is not None else ([], [], [])
     if not series and not operations:
-        raise ApmtError(f"{source}: nothing could be fitted: " + (described(
-            {(e.kernel, e.metric): e.reason for e in left_out_series})
-            or "no kernel to model"))
+        raise ApmtError(f"{source}: nothing could be fitted: " + _why_nothing(
+            table, {(e.kernel, e.metric): e.reason for e in left_out_series}))
     bf_comm, bf_comm_note = _bf_comm(runs) if runs is not None else (
         1.0, "1: no measured application time beside a communication table")
     if not unaccounted.empty:
@@ -429,6 +428,18 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
     model.notes = _notes(model) + fitted.notes + comm_notes + [note for note in (
         nesting.note, missing_interest(table, interest), _runtime_note(runtime)) if note]
     return model
+
+
+def _why_nothing(table: pd.DataFrame, reasons: dict[tuple, str]) -> str:
+    """Why no series could be fitted, in one line: once for the table when too few P are
+    the reason of every series (a single profile imported), else the series' reasons."""
+    levels = sorted(table["p"].unique())
+    if reasons and len(levels) < MIN_DISTINCT_P and all(
+            reason.startswith("has ") and " distinct p " in reason for reason in reasons.values()):
+        return (f"the table has {len(levels)} distinct p ({', '.join(f'{p:g}' for p in levels)}); "
+                f"at least {MIN_DISTINCT_P} are needed to fit a series: measure or import runs "
+                "at more P")
+    return described(reasons) or "no kernel to model"
 
 
 def _runtime_note(runtime: dict[str, list[str]]) -> str | None:
