@@ -436,9 +436,12 @@ def _why_nothing(table: pd.DataFrame, reasons: dict[tuple, str]) -> str:
     levels = sorted(table["p"].unique())
     if reasons and len(levels) < MIN_DISTINCT_P and all(
             reason.startswith("has ") and " distinct p " in reason for reason in reasons.values()):
-        return (f"the table has {len(levels)} distinct p ({', '.join(f'{p:g}' for p in levels)}); "
-                f"at least {MIN_DISTINCT_P} are needed to fit a series: measure or import runs "
-                "at more P")
+        first = "/".join(map(str, min(reasons)))
+        which = f"series {first!r}" + (f" and {len(reasons) - 1} more" if len(reasons) > 1
+                                       else "")
+        return (f"{which}: the table has {len(levels)} distinct p "
+                f"({', '.join(f'{p:g}' for p in levels)}); at least {MIN_DISTINCT_P} are needed "
+                "to fit a series: measure or import runs at more P")
     return described(reasons) or "no kernel to model"
 
 

@@ -118,22 +118,24 @@ def test_nothing_to_fit_is_refused_in_one_line() -> None:
     with pytest.raises(ApmtError) as caught:
         build_model(table, [], source="sparse")
     assert str(caught.value) == (
-        "sparse: nothing could be fitted: the table has 2 distinct p (1, 2); at least 3 are "
-        "needed to fit a series: measure or import runs at more P")
+        "sparse: nothing could be fitted: series '<app>/time' and 2 more: the table has 2 "
+        "distinct p (1, 2); at least 3 are needed to fit a series: measure or import runs at "
+        "more P")
 
 
 def test_a_single_imported_profile_is_refused_once_for_the_table(measured_data: Path,
                                                                  cli, tmp_path: Path) -> None:
-    """One Score-P profile (BLAST at 64 ranks): 237 series, each with one P. The error
-    says so once, not series by series."""
+    """One Score-P profile (BLAST at 64 ranks): each of its 23 series has one P. The error
+    says so once, naming the first, not series by series."""
     table = tmp_path / "blast.csv"
     assert cli("import", "cube", measured_data / "scorep_counters" / "blast.p64.r1",
                "-o", table).code == 0
     fitted = cli("fit", table, "-o", tmp_path / "model.json")
     assert fitted.code != 0
     assert fitted.err.strip().splitlines()[-1] == (
-        f"apmt: error: {table}: nothing could be fitted: the table has 1 distinct p (64); at "
-        "least 3 are needed to fit a series: measure or import runs at more P")
+        f"apmt: error: {table}: nothing could be fitted: series '<others>/bytes_received' and "
+        "22 more: the table has 1 distinct p (64); at least 3 are needed to fit a series: "
+        "measure or import runs at more P")
 
 
 def test_refine_round_on_a_sparse_table(tmp_path: Path, cli) -> None:
