@@ -25,7 +25,13 @@ import pandas as pd
 from apmt import loggp
 from apmt.fit import SHAPE_LEVELS, Hypothesis, SeriesFit, folds_for, within_one_se
 from apmt.fit_table import SeriesData, fit_table
-from apmt.series import MIN_DISTINCT_P, UnfittableSeries, check_series, per_run
+from apmt.series import (
+    MIN_DISTINCT_P,
+    UnfittableSeries,
+    check_series,
+    per_run,
+    series_name,
+)
 
 P2P = re.compile(r"(Send|Recv|Sendrecv|Isend|Irecv|Issend|Ibsend|Irsend|Bsend|Rsend|Ssend|"
                  r"Put|Get|Accumulate)(_replace|_init)?$", re.IGNORECASE)
@@ -112,7 +118,7 @@ def fit_operations(comm: pd.DataFrame, params: list[str], source: str
     operations, left_out = {}, []
     for key, rows in table.groupby(keys if len(keys) > 1 else keys[0], sort=True):
         key = tuple(np.atleast_1d(key))
-        name = "/".join(map(str, key))
+        name = series_name(key)
         if rows["p"].nunique() < MIN_DISTINCT_P:
             left_out.append((name, f"time > 0 at fewer than {MIN_DISTINCT_P} P"))
             continue

@@ -36,7 +36,13 @@ from scipy import stats
 
 from apmt import varpro
 from apmt.fit import INTERVAL_LEVEL, SHAPE_LEVELS, Hypothesis, SeriesFit, fit_many, power_law
-from apmt.series import MIN_DISTINCT_P, UnfittableSeries, check_series, fit_plan
+from apmt.series import (
+    MIN_DISTINCT_P,
+    UnfittableSeries,
+    check_series,
+    fit_plan,
+    series_name,
+)
 
 CHUNK = 64          # series fitted at once: large enough that numpy's per-call cost fades
 PARALLEL_FROM = 256  # below this many fits, one process is faster
@@ -104,7 +110,7 @@ class TableFit:
         if not missed:
             return []
         named = "; ".join(
-            (key if isinstance(key, str) else "/".join(map(str, key)))
+            series_name(key)
             + (" at " + ", ".join(f"{v} = {x:g}" for v, x in at.items()) if at else "")
             + f" ({factor:.3g}x)" for factor, key, at in missed[:MISFIT_NAMED])
         more = f"; and {len(missed) - MISFIT_NAMED} more" if len(missed) > MISFIT_NAMED else ""
@@ -394,6 +400,6 @@ def error_correlation(biases: list[dict[str, float]], at_least: int = 3) -> tupl
 def described(left_out: dict[tuple, str], at_most: int = 5) -> str:
     """Left-out series as one line: the first few with why, then how many more."""
     first = list(left_out.items())[:at_most]
-    named = [f"series {'/'.join(map(str, key))!r} {reason}" for key, reason in first]
+    named = [f"series {series_name(key)!r} {reason}" for key, reason in first]
     more = len(left_out) - len(named)
     return "; ".join(named) + (f"; and {more} more" if more else "")

@@ -59,8 +59,9 @@ from apmt.kernels import (
 )
 from apmt.machine import Machine, check_machine
 from apmt.nesting import resolve
-from apmt.series import MIN_DISTINCT_P, points
+from apmt.series import MIN_DISTINCT_P, listed, points, series_name
 from apmt.tables import APP_KERNEL, TIME_METRIC, write_text_atomic
+from apmt.trust import fixed_variables, merged_domain
 
 MODEL_FORMAT = "apmt-model/2"
 FORMAT_1 = "apmt-model/1"
@@ -433,15 +434,14 @@ def build_model(measurements: pd.DataFrame, params: list[str], *, source: str,
 def _why_nothing(table: pd.DataFrame, reasons: dict[tuple, str]) -> str:
     """Why no series could be fitted, in one line: once for the table when too few P are
     the reason of every series (a single profile imported), else the series' reasons."""
-    levels = sorted(table["p"].unique())
-    if reasons and len(levels) < MIN_DISTINCT_P and all(
+    levels = table["p"].nunique()
+    if reasons and levels < MIN_DISTINCT_P and all(
             reason.startswith("has ") and " distinct p " in reason for reason in reasons.values()):
-        first = "/".join(map(str, min(reasons)))
-        which = f"series {first!r}" + (f" and {len(reasons) - 1} more" if len(reasons) > 1
-                                       else "")
-        return (f"{which}: the table has {len(levels)} distinct p "
-                f"({', '.join(f'{p:g}' for p in levels)}); at least {MIN_DISTINCT_P} are needed "
-                "to fit a series: measure or import runs at more P")
+        more = f" and {len(reasons) - 1} more" if len(reasons) > 1 else ""
+        which = f"series {series_name(min(reasons))!r}{more}"
+        return (f"{which}: the table has {levels} distinct p ({listed(table['p'])}); "
+                f"at least {MIN_DISTINCT_P} are needed to fit a series: measure or import runs "
+                "at more P")
     return described(reasons) or "no kernel to model"
 
 
@@ -636,15 +636,10 @@ def _paths_note(model: Model) -> list[str]:
 def _unvaried_notes(model: Model) -> list[str]:
     """A variable every series measured at one value: the model does not depend on it, and
     predictions at other values are unsupported (apmt.trust.unvaried)."""
-    domains = [entry.fit.domain for entry in model.series]
-    if not domains:
-        return []
-    names = set.intersection(*(set(domain) for domain in domains)) - model.variables()
-    return [f"{name} was measured at {domains[0][name][0]:g} only: the model does not depend "
-            f"on it, and predictions at other values of {name} are unsupported"
-            for name in sorted(names, key=lambda n: (n != "p", n))
-            if len({domain[name] for domain in domains}) == 1
-            and domains[0][name][0] == domains[0][name][1]]
+    fixed = fixed_variables(merged_domain(model.domains()), model.variables())
+    return [f"{name} was measured at {fixed[name]:g} only: the model does not depend on it, "
+            f"and predictions at other values of {name} are unsupported"
+            for name in sorted(fixed, key=lambda n: (n != "p", n))]
 
 
 def _notes(model: Model) -> list[str]:

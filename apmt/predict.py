@@ -65,15 +65,14 @@ def _application_rows(model: Model, targets: pd.DataFrame, values: dict,
     parts = assemble(model, values, volume_ratios, terms)
     frames = [_rows(targets, model.params, APP_KERNEL, TIME_METRIC, parts[TIME_METRIC],
                     application_trust(model, values, volume_ratios, terms))]
-    nan = np.full(len(values["p"]), np.nan)
-    for part in PARTS:
-        if model.predicts_time():
-            frames.append(_rows(targets, model.params, APP_KERNEL, part, parts[part],
-                                judge(domain, values, *parts[part], used=model.variables())))
-        else:       # no time, no parts of it: not zeros
-            frames.append(_rows(targets, model.params, APP_KERNEL, part, (nan, nan, nan),
-                                ([UNSUPPORTED] * len(nan), [NO_TIME] * len(nan))))
-    return frames
+    if not model.predicts_time():       # no time, no parts of it: not zeros
+        nan = np.full(len(values["p"]), np.nan)
+        return frames + [_rows(targets, model.params, APP_KERNEL, part, (nan, nan, nan),
+                               ([UNSUPPORTED] * len(nan), [NO_TIME] * len(nan)))
+                         for part in PARTS]
+    used = model.variables()
+    return frames + [_rows(targets, model.params, APP_KERNEL, part, parts[part],
+                           judge(domain, values, *parts[part], used=used)) for part in PARTS]
 
 
 def application_trust(model: Model, values: dict[str, np.ndarray],

@@ -101,7 +101,7 @@ def unfittable_reason(rows: pd.DataFrame, primary: str = "p", value: str = "valu
     at some points and positive at others is named, not fitted on its positive part."""
     distinct = rows[primary].nunique()
     if distinct < MIN_DISTINCT_P:
-        return (f"has {distinct} distinct {primary} ({_listed(rows[primary])}); at least "
+        return (f"has {distinct} distinct {primary} ({listed(rows[primary])}); at least "
                 f"{MIN_DISTINCT_P} are needed to fit it")
     negative = rows[value] < 0
     if negative.any():
@@ -109,7 +109,7 @@ def unfittable_reason(rows: pd.DataFrame, primary: str = "p", value: str = "valu
         return f"is negative at p={first['p']:g} (mean {value} {first[value]!r})"
     zero = rows[value] == 0
     if zero.all():
-        return f"is zero at every {primary} ({_listed(rows[primary])}): nothing to fit"
+        return f"is zero at every {primary} ({listed(rows[primary])}): nothing to fit"
     if zero.any():
         names = [primary, *(c for c in dict.fromkeys(["p", *params])
                             if c != primary and rows[c].nunique() > 1)]
@@ -124,16 +124,22 @@ def _points(rows: pd.DataFrame, names: list[str], at_most: int = 6) -> str:
     those of P and the parameters that vary in the series), as tuples where there are
     several (a value of x alone can be both zero and positive, at two values of y)."""
     if len(names) == 1:
-        return f"{names[0]} = {_listed(rows[names[0]])}"
+        return f"{names[0]} = {listed(rows[names[0]])}"
     points = sorted(set(map(tuple, rows[names].to_numpy(float))))
-    listed = ", ".join("(" + ", ".join(f"{v:g}" for v in point) + ")"
+    tuples = ", ".join("(" + ", ".join(f"{v:g}" for v in point) + ")"
                        for point in points[:at_most])
     more = f" and {len(points) - at_most} more" if len(points) > at_most else ""
-    return f"({', '.join(names)}) = {listed}{more}"
+    return f"({', '.join(names)}) = {tuples}{more}"
 
 
-def _listed(values: pd.Series) -> str:
+def listed(values: pd.Series) -> str:
+    """The distinct values, sorted, as a reader wants them: 1, 2, 4."""
     return ", ".join(f"{v:g}" for v in sorted(values.unique()))
+
+
+def series_name(key: tuple | str) -> str:
+    """A series' (or an operation's) key as users read it: ``kernel/metric``."""
+    return key if isinstance(key, str) else "/".join(map(str, key))
 
 
 def check_series(key: tuple, rows: pd.DataFrame, source: str, primary: str = "p",
@@ -141,7 +147,7 @@ def check_series(key: tuple, rows: pd.DataFrame, source: str, primary: str = "p"
     """Raise UnfittableSeries when the series cannot be fitted (see unfittable_reason)."""
     reason = unfittable_reason(rows, primary, value, params)
     if reason is not None:
-        raise UnfittableSeries(source, "/".join(str(k) for k in key), reason)
+        raise UnfittableSeries(source, series_name(key), reason)
 
 
 def fit_points(key: tuple, rows: pd.DataFrame, params: list[str], source: str,
@@ -155,7 +161,7 @@ def fit_points(key: tuple, rows: pd.DataFrame, params: list[str], source: str,
     try:
         return fit_series(values, rows[value].to_numpy(float), variables, primary)
     except NoPlausibleFit as error:
-        raise UnfittableSeries(source, "/".join(str(k) for k in key),
+        raise UnfittableSeries(source, series_name(key),
                                f"has no plausible fit ({error})") from None
 
 

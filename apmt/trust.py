@@ -104,14 +104,22 @@ def unvaried(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarra
     expression such as ``size/p``, whose values did vary): else nothing says how it acts."""
     n = len(next(iter(values.values())))
     words = [""] * n
-    for name, (low, high) in domain.items():
-        if low != high or name not in values or name in used:
+    for name, low in fixed_variables(domain, used).items():
+        if name not in values:
             continue
         value = np.asarray(values[name], float)
         for i in np.flatnonzero(~np.isclose(value, low, rtol=1e-9)):
             words[i] = words[i] or (f"{name} = {value[i]:g}, but {name} was measured at "
                                     f"{low:g} only: nothing shows how it acts")
     return words
+
+
+def fixed_variables(domain: dict[str, tuple[float, float]], used: set[str] = frozenset()
+                    ) -> dict[str, float]:
+    """The variables measured at one value only that no function uses, with that value:
+    predictions elsewhere in them are unsupported (see unvaried)."""
+    return {name: low for name, (low, high) in domain.items()
+            if low == high and name not in used}
 
 
 def merged_domain(domains: list[dict[str, tuple[float, float]]]) -> dict[str, tuple[float, float]]:
