@@ -366,10 +366,9 @@ def _evaluate(hypothesis: Hypothesis, coefficients: np.ndarray,
 
 # ---------------------------------------------------------------------------------- candidates
 
-def _power_terms(variable: str) -> list[Term]:
-    terms = [Term(variable, "power", e, j) for e in POWER_EXPONENTS for j in LOG_EXPONENTS
-             if (e, j) != (0, 0)]
-    return terms
+def _power_terms(variable: str, logs: bool = True) -> list[Term]:
+    return [Term(variable, "power", e, j) for e in POWER_EXPONENTS
+            for j in (LOG_EXPONENTS if logs else LOG_EXPONENTS[:1]) if (e, j) != (0, 0)]
 
 
 def _exp_terms(variable: str, scale: float) -> list[Term]:
@@ -378,26 +377,44 @@ def _exp_terms(variable: str, scale: float) -> list[Term]:
 
 @lru_cache(maxsize=64)
 def candidate_hypotheses(variables: tuple[str, ...], scales: tuple[float, ...],
-                         n_points: int) -> tuple[Hypothesis, ...]:
+                         loggable: tuple[bool, ...], n_points: int) -> tuple[Hypothesis, ...]:
     """The hypotheses of one variable at a time that ``n_points`` points can cross-validate.
 
     ``variables`` are the independent variables (the primary first); ``scales`` their largest
-    training values, which fix the exponential's rate. A hypothesis needs at least one point
-    more than it has coefficients. Products and sums of two variables come second, from the
-    best terms of each (see ``pair_hypotheses``), as in Extra-P's multi-parameter modeler.
+    training values, which fix the exponential's rate; ``loggable`` whether log2 of each keeps
+    its sign where the shapes are checked (apmt.fit.log_sign_kept): a log factor of one that
+    does not is left out. A hypothesis needs at least one point more than it has
+    coefficients. Products and sums of two variables come second, from the best terms of
+    each (see ``pair_hypotheses``), as in Extra-P's multi-parameter modeler.
     """
     found: list[Hypothesis] = [Hypothesis("linear", ())]
-    for variable, scale in zip(variables, scales, strict=True):
-        terms = _power_terms(variable) + _exp_terms(variable, scale)
+    for variable, scale, logs in zip(variables, scales, loggable, strict=True):
+        terms = _power_terms(variable, logs) + _exp_terms(variable, scale)
         found += [Hypothesis("linear", ((term,),)) for term in terms]
         found.append(Hypothesis("loglinear", ((Term(variable, "ln"),),)))
-        found.append(Hypothesis("loglinear", ((Term(variable, "ln"),),
-                                              (Term(variable, "lnlog"),))))
+        if logs:
+            found.append(Hypothesis("loglinear", ((Term(variable, "ln"),),
+                                                  (Term(variable, "lnlog"),))))
     for variable in variables[1:]:
         if not derived(variable):
             found.append(Hypothesis("loglinear", ((Term(variables[0], "ln"),),
                                                   (Term(variable, "ln"),))))
     return tuple(h for h in found if h.n_coefficients < n_points)
+
+
+def log_sign_kept(values: dict[str, np.ndarray], variables: tuple[str, ...],
+                  primary: str) -> tuple[bool, ...]:
+    """Per variable, whether log2 of it keeps one sign from the measured points to 100x the
+    primary variable, where shapes are checked: a per-rank amount such as grid/p (NPB LU W's
+    33/p) falls below 1 there, and a log factor that turns negative is no law of cost (from
+    LU W's P = 1..8 such a shape predicted rhs_'s instructions at P = 16 16% high, where the
+    power law erred by 0.2%). P itself never falls below 1 (RAT's family asks the same)."""
+    extended = _extended_values(values, primary)
+    kept = []
+    for variable in variables:
+        x = variable_values(variable, extended)
+        kept.append(bool(np.all(x >= 1) or np.all(x <= 1)))
+    return tuple(kept)
 
 
 def pair_hypotheses(best_terms: dict[str, list[Term]], primary: str,
@@ -653,7 +670,8 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
     variables = variables or tuple(values)
     preferred = preferred or _nothing_preferred
     scales = tuple(float(np.max(variable_values(v, values))) for v in variables)
-    hypotheses = candidate_hypotheses(variables, scales, y.shape[1])
+    hypotheses = candidate_hypotheses(variables, scales, log_sign_kept(values, variables,
+                                                                       primary), y.shape[1])
     folds = folds_for(values[primary])
     levels = len(np.unique(values[primary]))
     shaped = levels >= SHAPE_LEVELS

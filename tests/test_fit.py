@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from apmt.fit import SeriesFit, fit_many, fit_series
+from apmt.fit import SeriesFit, fit_many, fit_series, log_sign_kept
+from apmt.fit_table import fit_all
 from apmt.ingest import import_profiles
 from apmt.series import fit_points, points
+from apmt.tables import read_table
 
 P = np.array([4.0, 8.0, 16.0, 32.0, 64.0])
 
@@ -61,6 +63,42 @@ def test_predictions_stay_positive_far_out() -> None:
     fit = fit_series({"p": np.array([27.0, 64.0, 125.0, 216.0])}, decreasing)
     predicted, lower, _ = fit.predict({"p": np.array([343.0, 1000.0, 10000.0])})
     assert (predicted > 0).all() and (lower > 0).all()
+
+
+def test_log_factors_only_where_log2_keeps_its_sign() -> None:
+    """P never falls below 1; NPB LU W's grid/p (33/P, P = 1..8) falls below 1 by P = 33,
+    within the 100x where shapes are checked; a size of 1e6 per rank does not."""
+    p = np.array([1.0, 2.0, 4.0, 8.0])
+    values = {"p": p, "grid": np.full(4, 33.0), "size": np.full(4, 1e8)}
+    assert log_sign_kept(values, ("p", "grid/p", "size/p"), "p") == (True, False, True)
+    fit = fit_series(values, 2e8 * 33.0 / p + 9e7, ("grid/p",))
+    assert all(term.log_exponent == 0 and term.kind != "lnlog"
+               for h in (fit.hypothesis, *(a for a, _ in fit.alternatives))
+               for basis in h.bases for term in basis)
+
+
+@pytest.mark.parametrize(("folder", "median_before", "worst"), [
+    ("lu-S", 0.15, "jacld_"), ("lu-W", 0.071, "rhs_")])
+def test_real_npb_lu_functions_at_16(measured_data, folder: str, median_before: float,
+                                     worst: str) -> None:
+    """NPB LU's instructions per function, fitted at P = 1..8, predicted at 16: the kernels'
+    counts fall about as 1/P (W's rhs_: 6.48G, 3.34G, 1.68G, 0.89G, then 0.45G at 16). With
+    log factors of grid/P (12/P, 33/P) among the shapes, whose log2 turns negative from P =
+    12 or 33 on, the functions' median error was 15% (S) and 7.1% (W), and jacld_ (S) and
+    rhs_ (W) erred by 25% and 16%; now 5.7% and 3.7%, and 7.4% and 3.9%."""
+    table = read_table(measured_data / f"npb/{folder}/measurements.csv", "measurements")
+    series = points(table[(table["metric"] == "instructions")
+                          & ~table["kernel"].str.startswith("<")], ["grid"])
+    fitted = fit_all(series[series["p"] < 16], ["grid"], f"npb {folder}")
+    errors = {}
+    for (kernel, metric), rows in series[series["p"] == 16].groupby(["kernel", "metric"]):
+        if (kernel, metric) in fitted.fits:
+            predicted = fitted.fits[(kernel, metric)].predict(
+                {"p": rows["p"].to_numpy(float), "grid": rows["grid"].to_numpy(float)})[0]
+            errors[kernel] = float(np.abs(predicted / rows["value"].to_numpy() - 1).max())
+    assert len(errors) >= 12
+    assert np.median(list(errors.values())) < 0.6 * median_before
+    assert errors[worst] < 0.1
 
 
 def test_fit_survives_storage() -> None:
