@@ -366,7 +366,7 @@ def _evaluate(hypothesis: Hypothesis, coefficients: np.ndarray,
 
 # ---------------------------------------------------------------------------------- candidates
 
-def _power_terms(variable: str, logs: bool = True) -> list[Term]:
+def _power_terms(variable: str, logs: bool) -> list[Term]:
     return [Term(variable, "power", e, j) for e in POWER_EXPONENTS
             for j in (LOG_EXPONENTS if logs else LOG_EXPONENTS[:1]) if (e, j) != (0, 0)]
 
@@ -410,11 +410,8 @@ def log_sign_kept(values: dict[str, np.ndarray], variables: tuple[str, ...],
     LU W's P = 1..8 such a shape predicted rhs_'s instructions at P = 16 16% high, where the
     power law erred by 0.2%). P itself never falls below 1 (RAT's family asks the same)."""
     extended = _extended_values(values, primary)
-    kept = []
-    for variable in variables:
-        x = variable_values(variable, extended)
-        kept.append(bool(np.all(x >= 1) or np.all(x <= 1)))
-    return tuple(kept)
+    return tuple(bool(np.all(x >= 1) or np.all(x <= 1))
+                 for x in (variable_values(variable, extended) for variable in variables))
 
 
 def pair_hypotheses(best_terms: dict[str, list[Term]], primary: str,
@@ -670,8 +667,8 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
     variables = variables or tuple(values)
     preferred = preferred or _nothing_preferred
     scales = tuple(float(np.max(variable_values(v, values))) for v in variables)
-    hypotheses = candidate_hypotheses(variables, scales, log_sign_kept(values, variables,
-                                                                       primary), y.shape[1])
+    loggable = log_sign_kept(values, variables, primary)
+    hypotheses = candidate_hypotheses(variables, scales, loggable, y.shape[1])
     folds = folds_for(values[primary])
     levels = len(np.unique(values[primary]))
     shaped = levels >= SHAPE_LEVELS
@@ -882,7 +879,8 @@ def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
         others = [v for v in plain if v != variable]
         keys = np.unique(np.column_stack([values[v] for v in others]), axis=0,
                          return_inverse=True)[1]
-        hypotheses = [Hypothesis("linear", ((term,),)) for term in _power_terms(variable)]
+        terms = _power_terms(variable, True)
+        hypotheses = [Hypothesis("linear", ((term,),)) for term in terms]
         total = np.zeros(len(hypotheses))
         slices = [np.flatnonzero(keys.ravel() == key) for key in np.unique(keys)]
         slices = [rows for rows in slices if len(np.unique(values[variable][rows])) >= 3]
@@ -895,7 +893,7 @@ def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
             total += batch.fold_errors @ weights / weights.sum()
         order = np.argsort(total, kind="stable")[:PAIR_TERMS]
         ranked = [hypotheses[i].bases[0][0] for i in order]
-        simple = [t for t in _power_terms(variable) if t.complexity <= 1 and t not in ranked]
+        simple = [t for t in terms if t.complexity <= 1 and t not in ranked]
         best[variable] = ranked + simple    # the plain shapes always compete (Hockney's too)
     return best
 

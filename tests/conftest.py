@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 MEASURED_DATA = Path(__file__).resolve().parents[1] / "data"
+BENCHMARKS = MEASURED_DATA.parent / "benchmarks"
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """A script of benchmarks/ as a module (they are scripts, not part of the package)."""
+    spec = importlib.util.spec_from_file_location(f"apmt_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module          # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

@@ -5,27 +5,19 @@ shows apmt ahead of the naive power law and inside its intervals."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import load_benchmark
 
 from apmt.evaluate import evaluate, parse_holdout, series_points
-
-REPOSITORY = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def accuracy():
-    spec = importlib.util.spec_from_file_location("apmt_accuracy",
-                                                  REPOSITORY / "benchmarks" / "accuracy.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module     # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("accuracy")
 
 
 def test_every_set_reads_and_leaves_three_p_to_fit(accuracy, measured_data: Path) -> None:

@@ -6,15 +6,14 @@ hang or garbage taken for data."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import io
 import shutil
-import sys
 import tarfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 
 from apmt.collect.backends.cachegrind import Cachegrind
 from apmt.errors import ApmtError
@@ -28,16 +27,7 @@ DATA = REPOSITORY / "data"
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def _load_fuzz():
-    spec = importlib.util.spec_from_file_location("apmt_fuzz", REPOSITORY / "benchmarks"
-                                                  / "fuzz.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module          # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-fuzz = _load_fuzz()
+fuzz = load_benchmark("fuzz")
 # inputs per reader: a few hundred; fewer where one input takes long (a 440 kB cachegrind file)
 INPUTS = {"cachegrind output": 40, "machine": 150, "event file": 150, "perf output": 150}
 

@@ -12,13 +12,12 @@ where LAMMPS did 1.9x the instructions per second, so no work law joins the two 
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import load_benchmark
 
-REPOSITORY = Path(__file__).resolve().parents[1]
 KERNEL = "LAMMPS_NS::PairLJCut::compute"
 WITH_WORK = "apmt work=size**3 / p"
 DEFAULT = "apmt size/p"
@@ -26,11 +25,7 @@ DEFAULT = "apmt size/p"
 
 @pytest.fixture(scope="module")
 def errors(measured_data: Path) -> pd.DataFrame:
-    spec = importlib.util.spec_from_file_location("apmt_problem_size",
-                                                  REPOSITORY / "benchmarks" / "problem_size.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.errors(measured_data)
+    return load_benchmark("problem_size").errors(measured_data)
 
 
 def _kernel(errors: pd.DataFrame, scenario: str, metric: str, method: str) -> pd.Series:

@@ -3,7 +3,6 @@ within its budget, frequency control, and CPI_core / BF_mem from runs at two fre
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from dataclasses import replace
@@ -13,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import load_benchmark
 
 from apmt.collect.cpufreq import SYSFS_CPU, frequency_control, pinned_frequency
 from apmt.errors import ApmtError
@@ -29,17 +29,6 @@ from apmt.refine import (
     solve_frequency,
 )
 from apmt.series import fit_points, point_values, points
-
-REPOSITORY = Path(__file__).resolve().parents[1]
-
-
-def _benchmark(name: str):
-    """A module of benchmarks/ (the active-learning alternative lives there, not in apmt)."""
-    spec = importlib.util.spec_from_file_location(f"apmt_{name}", REPOSITORY / "benchmarks"
-                                                  / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 FAKE_SYSFS = Path(__file__).parent / "fixtures" / "cpufreq"
 TRAINING_P = [27, 64, 125, 216]
@@ -120,7 +109,7 @@ def test_target_width_after_refits_without_touching_later_fits(measured_data: Pa
     known, four = rows[rows["p"] <= p[2]], rows[rows["p"] <= p[3]]
     target = point_values(rows[rows["p"] == p[4]], ["n"])
     fit = fit_points(key, known, ["n"], "test", frozenset({"n"}))
-    width = _benchmark("refinement").target_width_after(key, known, ["n"], fit,
+    width = load_benchmark("refinement").target_width_after(key, known, ["n"], fit,
                                point_values(rows[rows["p"] == p[3]], ["n"]), target,
                                frozenset({"n"}))
     assert 0 < width < np.inf
