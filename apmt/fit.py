@@ -682,7 +682,9 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
             found.append(batch)
     if shaped and len(variables) > 1 and primary in variables:
         for found, series in zip(batches, y, strict=True):
-            pairs = pair_hypotheses(_best_terms(values, series, variables), primary, len(series))
+            best = _best_terms(values, series, variables,
+                               dict(zip(variables, loggable, strict=True)))
+            pairs = pair_hypotheses(best, primary, len(series))
             found += [_fit_group([group], design[None], extended[None], series[None], folds)[0]
                       for group, design, extended in _design_groups(tuple(pairs), values, primary)
                       if group]
@@ -864,9 +866,10 @@ def _refitted_errors(family: _Family, y: np.ndarray, folds: list[Fold]) -> np.nd
     return _impute_undetermined(errors)
 
 
-def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
-                variables: tuple[str, ...]) -> dict[str, list[Term]]:
-    """Per plain variable, the power terms that describe it best where the others are fixed.
+def _best_terms(values: dict[str, np.ndarray], y: np.ndarray, variables: tuple[str, ...],
+                loggable: dict[str, bool]) -> dict[str, list[Term]]:
+    """Per plain variable, the power terms that describe it best where the others are fixed
+    (log factors only where ``loggable``, as for the candidates of one variable).
 
     As Extra-P's multi-parameter modeler does, each variable is modelled on the slices of
     the data in which every other variable is constant, and its terms are ranked by their
@@ -879,7 +882,7 @@ def _best_terms(values: dict[str, np.ndarray], y: np.ndarray,
         others = [v for v in plain if v != variable]
         keys = np.unique(np.column_stack([values[v] for v in others]), axis=0,
                          return_inverse=True)[1]
-        terms = _power_terms(variable, True)
+        terms = _power_terms(variable, loggable[variable])
         hypotheses = [Hypothesis("linear", ((term,),)) for term in terms]
         total = np.zeros(len(hypotheses))
         slices = [np.flatnonzero(keys.ravel() == key) for key in np.unique(keys)]

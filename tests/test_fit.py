@@ -77,6 +77,16 @@ def test_log_factors_only_where_log2_keeps_its_sign() -> None:
                for basis in h.bases for term in basis)
 
 
+def test_no_log_factor_of_a_plain_variable_that_crosses_1() -> None:
+    """The same rule for the products and sums of two variables, whose terms were chosen
+    apart from the candidates of one: 1 + P * log2(s)^2, with s from 0.5 to 2 (LAMMPS' MPI
+    volume per rank runs from 0.72 to 1.68 MB), was fitted with that log factor."""
+    p, s = (a.ravel() for a in np.meshgrid([1.0, 2.0, 4.0, 8.0, 16.0], [0.5, 1.0, 2.0]))
+    fit = fit_series({"p": p, "s": s}, 1.0 + p * np.log2(s) ** 2, ("p", "s"))
+    assert all(term.log_exponent == 0 for h in (fit.hypothesis, *(a for a, _ in fit.alternatives))
+               for basis in h.bases for term in basis if term.variable == "s")
+
+
 @pytest.mark.parametrize(("folder", "median_before", "worst"), [
     ("lu-S", 0.15, "jacld_"), ("lu-W", 0.071, "rhs_")])
 def test_real_npb_lu_functions_at_16(measured_data, folder: str, median_before: float,
