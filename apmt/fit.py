@@ -238,6 +238,10 @@ class SeriesFit:
     # instructions at P = 1 that it counts from P = 2) or scatters is not followed everywhere
     misfit: float = 1.0
     misfit_at: dict[str, float] = field(default_factory=dict)
+    # fits of the series at each measured value of its other parameters alone (apmt.fit_table
+    # strata): a point at one of them is predicted by that value's fit, others by this one
+    # times those fits' ratios to it, interpolated (see predict)
+    strata: list[tuple[dict[str, float], SeriesFit]] = field(default_factory=list)
 
     @property
     def function(self) -> str:
@@ -251,7 +255,36 @@ class SeriesFit:
                 for name in re.findall(r"[A-Za-z_]\w*", term.variable)}
 
     def predict(self, values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Point prediction and the lower and upper ends of its 90% interval.
+        """Point prediction and the lower and upper ends of its 90% interval: at a measured
+        value of the other parameters from that value's own fit (``strata``); between and
+        beyond them from the function of them all (``predict_joint``), times the strata's
+        ratio to it there, interpolated in the parameters' logs (the nearest's beyond), so
+        that a prediction moves smoothly from one measured value to the next."""
+        bounds = self.predict_joint(values)
+        names = sorted({name for at, _ in self.strata for name in at})
+        if not self.strata or any(name not in values for name in names):
+            return bounds
+        count = len(bounds[0])
+        ratios, measured = [], np.zeros(count, dtype=bool)
+        for at, fit in self.strata:
+            there = {**values, **{name: np.full(count, value) for name, value in at.items()}}
+            own = fit.predict(there)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.log(own[0] / self.predict_joint(there)[0])
+            ratios.append(np.where(np.isfinite(ratio), ratio, 0.0))
+            rows = np.logical_and.reduce([np.isclose(values[name], value, rtol=1e-9, atol=0)
+                                          for name, value in at.items()])
+            for whole, piece in zip(bounds, own, strict=True):
+                whole[rows & ~measured] = piece[rows & ~measured]
+            measured |= rows
+        weights = stratum_weights([[at[name] for name in names] for at, _ in self.strata],
+                                  np.column_stack([values[name] for name in names]))
+        shift = np.exp(np.sum(weights * np.array(ratios), axis=0))
+        return tuple(np.where(measured, whole, whole * shift) for whole in bounds)
+
+    def predict_joint(self, values: dict[str, np.ndarray]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Point prediction and 90% interval of the function itself (no strata).
 
         The prediction averages (geometrically) the chosen shape and the plausible
         alternatives, all within one standard error of the best: with 4-5 points no single
@@ -330,6 +363,7 @@ class SeriesFit:
             "anchors": [{"hypothesis": h.to_dict(), "coefficients": c.tolist(),
                          "function": h.text(c)} for h, c in self.anchors],
             "misfit": self.misfit, "misfit_at": self.misfit_at,
+            "strata": [{"at": at, "fit": fit.to_dict()} for at, fit in self.strata],
         }
 
     @staticmethod
@@ -346,6 +380,8 @@ class SeriesFit:
             anchors=[(Hypothesis.from_dict(a["hypothesis"]), np.array(a["coefficients"]))
                      for a in data.get("anchors", [])],
             misfit=data.get("misfit", 1.0), misfit_at=data.get("misfit_at", {}),
+            strata=[(dict(stratum["at"]), SeriesFit.from_dict(stratum["fit"]))
+                    for stratum in data.get("strata", [])],
         )
 
 
@@ -356,6 +392,27 @@ def _calibration_of(data: dict) -> dict[str, float]:
         return {name: data[name] for name in ("noise_width", "drift_width", "step")}
     return {"noise_width": 0.0, "step": 1.0,
             "drift_width": float(stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2)) * data.get("drift", 0.0)}
+
+
+def stratum_weights(strata: list[list[float]], points: np.ndarray) -> np.ndarray:
+    """Each stratum's weight at each point (strata x points, columns summing to 1), in the
+    logs of the parameters where they are positive: linear interpolation between the two
+    nearest strata along one parameter, the nearest one's alone beyond them; over several,
+    inverse squared distances."""
+    at = np.asarray(strata, float)
+    points = np.asarray(points, float)
+    if np.all(at > 0) and np.all(points > 0):
+        at, points = np.log(at), np.log(points)
+    if at.shape[1] == 1:
+        order = np.argsort(at[:, 0])
+        weights = np.zeros((len(at), len(points)))
+        for rank, index in enumerate(order):
+            weights[index] = np.interp(points[:, 0], at[order, 0],
+                                       np.eye(len(at))[rank])
+        return weights
+    distance = np.sum((at[:, None, :] - points[None, :, :]) ** 2, axis=2)
+    inverse = 1.0 / np.maximum(distance, 1e-300)
+    return inverse / inverse.sum(axis=0)
 
 
 def _evaluate(hypothesis: Hypothesis, coefficients: np.ndarray,

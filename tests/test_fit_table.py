@@ -3,7 +3,9 @@ and intervals calibrated on the table's own backtests, on real data and planted 
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apmt.fit import NoPlausibleFit, SeriesFit, fit_series
-from apmt.fit_table import REGIME_GAIN, SeriesData, fit_all, fit_table
+from apmt.fit import NoPlausibleFit, SeriesFit, fit_series, stratum_weights
+from apmt.fit_table import REGIME_GAIN, SeriesData, fit_all, fit_table, series_data, strata
 from apmt.ingest import import_profiles
 from apmt.series import points
 from apmt.tables import read_table
@@ -237,3 +239,79 @@ def test_four_p_intervals_hold_both_forecasts_on_any_series(values: list[float],
     if laws:
         forecast = float(np.exp(np.mean(np.log(laws))))
         assert lower * (1 - 1e-9) <= forecast <= upper * (1 + 1e-9)
+
+
+POWERS = np.array([1.0, 2.0, 4.0, 8.0])
+
+
+def sizes_table(sizes: dict[float, float], p: np.ndarray = POWERS) -> pd.DataFrame:
+    """One kernel's instructions, ``amount / p`` at each size: how much work a size gives
+    follows no law of the size (NPB CG's classes also change the nonzeros per row)."""
+    return pd.DataFrame([{"kernel": "k", "metric": "instructions", "p": x, "size": size,
+                          "value": amount / x} for size, amount in sizes.items() for x in p])
+
+
+def test_each_measured_size_is_fitted_alone() -> None:
+    """A series at several sizes with enough P at each has a stratum per size, fitted with
+    the work per rank alone as a table of that size would be; a size with 2 P has none."""
+    table = pd.concat([sizes_table({10.0: 5e8, 20.0: 7e8}),
+                       sizes_table({30.0: 4e10}, np.array([1.0, 2.0]))])
+    data, _ = series_data(table, ["size"], "planted")
+    found = strata(data[("k", "instructions")])
+    assert [dict(at) for at, _ in found] == [{"size": 10.0}, {"size": 20.0}]
+    assert all(part.variables == ("size/p",) and not part.strata_by for _, part in found)
+    assert strata(SeriesData({"p": P}, P, ("p",))) == []
+
+
+def test_a_measured_size_is_predicted_by_its_own_fit() -> None:
+    """Where the size acts as no shape follows, its own fit predicts each measured size
+    exactly at a larger P; between two measured sizes the prediction moves smoothly from
+    one to the other (the function of both, times the sizes' ratios to it interpolated);
+    the model file keeps the strata."""
+    table = sizes_table({1.0: 5e8, 2.0: 7e8, 3.0: 4e10})
+    fitted = fit_all(table, ["size"], "planted")
+    fit = fitted.fits[("k", "instructions")]
+    sizes = np.array([1.0, 2.0, 2.0 * (1 + 1e-9), 2.5, 3.0, 6.0])
+    at = {"p": np.full(len(sizes), 16.0), "size": sizes}
+    predicted, lower, upper = fit.predict(at)
+    assert predicted[[0, 1, 4]] == pytest.approx([5e8 / 16, 7e8 / 16, 4e10 / 16], rel=1e-6)
+    assert np.all(lower <= predicted) and np.all(predicted <= upper)
+    assert abs(fit.predict_joint(at)[0][1] / (7e8 / 16) - 1) > 0.05   # the function misses
+    assert predicted[2] == pytest.approx(predicted[1], rel=1e-6)      # no jump off a size
+    assert predicted[1] < predicted[3] < predicted[4]
+    assert predicted[5] / predicted[4] == pytest.approx(                # beyond: the nearest
+        fit.predict_joint(at)[0][5] / fit.predict_joint(at)[0][4], rel=1e-9)
+    stored = SeriesFit.from_dict(json.loads(json.dumps(fit.to_dict())))
+    assert np.allclose(stored.predict(at), fit.predict(at), rtol=1e-12)
+    assert fitted.calibration["stratified"] == 1
+    assert any("several values of size" in note for note in fitted.notes)
+
+
+def test_real_npb_cg_classes_together_predict_as_each_alone(measured_data: Path) -> None:
+    """NPB CG S, W and A in one table (na varies; the nonzeros per row change with the class
+    too), fitted at P <= 8: at P = 16 its series erred by 10% (median) as functions of P and
+    na, 3.9% as each class alone; with the strata they err as each class alone."""
+    table = pd.concat([read_table(measured_data / f"npb/cg-{c}/measurements.csv",
+                                  "measurements") for c in "SWA"])
+    series = points(table, ["na"])
+    train, truth = series[series["p"] < 16], series[series["p"] == 16]
+    data, _ = series_data(train, ["na"], "npb cg")
+    errors = {}
+    for name, table_data in (("strata", data),
+                             ("joint", {k: replace(s, strata_by=()) for k, s in data.items()})):
+        fits = fit_table(table_data).fits
+        ape = [abs(fits[key].predict({c: rows[c].to_numpy(float) for c in ("p", "na")})[0]
+                   / rows["value"].to_numpy(float) - 1)
+               for key, rows in truth.groupby(["kernel", "metric"]) if key in fits]
+        errors[name] = float(np.median(np.concatenate(ape)))
+    assert errors["strata"] < 0.06 and errors["strata"] < 0.6 * errors["joint"]
+
+
+def test_stratum_weights_interpolate_and_sum_to_one() -> None:
+    """Along one parameter: linear in its log between the two nearest, the nearest's alone
+    beyond; over two: inverse squared distances, the stratum's own at its point."""
+    one = stratum_weights([[4.0], [1.0], [2.0]], np.array([[1.0], [np.sqrt(2.0)], [8.0]]))
+    assert np.allclose(one[:, 0], [0, 1, 0]) and np.allclose(one[:, 1], [0, 0.5, 0.5])
+    assert np.allclose(one[:, 2], [1, 0, 0])
+    two = stratum_weights([[1.0, 1.0], [2.0, 4.0]], np.array([[1.0, 1.0], [1.5, 2.0]]))
+    assert np.allclose(two.sum(axis=0), 1) and two[0, 0] == pytest.approx(1.0)
