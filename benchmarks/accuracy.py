@@ -6,8 +6,8 @@ DATA_DIR defaults to the repository's data/ folder (real measurements, see data/
 Prints, per data set, apmt's median and 90th percentile absolute percentage error, each
 other method's median, apmt's ratio to the best of them, and how many of apmt's 90% intervals
 hold the measured value and their median width (upper/lower), from one run; then the same
-pooled over the sets apmt was developed on, the others, the last added of them, and all
-(--long: every method's).
+pooled over the sets apmt was developed on, the others, the last added of them, the P x size
+sets, and all but those (--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict
 P = 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply
@@ -20,8 +20,11 @@ predict 16). Of the NPB sets, the eight added last (ADDED_LAST: EP, and classes 
 the others) were profiled after the rules had been set, and are also pooled on their own
 ("added last"). Their first evaluation: apmt 5.86% against Amdahl's 7.95% and the power
 law's 9.13% (1,442 points); one rule came from looking at them afterwards (apmt.fit
-log_sign_kept, from LU W), so they are no longer unseen. With LAMMPS, also the application's
-time assembled as the workflow does (Eq. 2), from rolling origins (see application()).
+log_sign_kept, from LU W), so they are no longer unseen. P x problem size (TOGETHER): the
+classes of one NPB benchmark in one table, predicting P = 16 of each, and class A of CG and MG
+from S and W (``_size``); they hold the NPB sets' points again, so they are pooled on their
+own ("classes together") and left out of "all". With LAMMPS, also the application's time
+assembled as the workflow does (Eq. 2), from rolling origins (see application()).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ ADDED_LAST = {"ep-S": "m", "ep-W": "m", "ft-W": "grid_points", "lu-W": "grid", "
               "sp-W": "grid", "cg-A": "na", "mg-A": "work"}
 NPB = {"cg-S": "na", "cg-W": "na", "mg-S": "work", "mg-W": "work", "ft-S": "grid_points",
        "lu-S": "grid", "bt-S": "grid", "sp-S": "grid", **ADDED_LAST}
+CLASSES = {"cg": "SWA", "mg": "SWA", "ft": "SW", "lu": "SW", "bt": "SW", "sp": "SW", "ep": "SW"}
 LAMMPS_MORE = {"lammps_lj08": "lj-size0.8-p1-32", "lammps_eam": "eam-cu-p1-32"}
 SETS = {
     "relearn": DataSet("extrap-text", ("relearn/relearn_data.txt",), ("n",), frozenset({"n"})),
@@ -87,6 +91,14 @@ SETS = {
                                holdout="p=16") for bench, param in NPB.items()},
     **{f"npb_{bench}_comm": DataSet("communication", (f"npb/{bench}/comm.csv",), (param,),
                                     holdout="p=16") for bench, param in NPB.items()},
+    # P x problem size: the classes of a benchmark in one table, its size parameter varying
+    **{f"npb_{bench}-{classes}": DataSet(
+        "measurements", tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes),
+        (NPB[f"{bench}-{classes[0]}"],), holdout="p=16") for bench, classes in CLASSES.items()},
+    **{f"npb_{bench}-{classes}_size": DataSet(
+        "measurements", tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes),
+        (NPB[f"{bench}-{classes[0]}"],), holdout=f"{NPB[f'{bench}-{classes[0]}']}=max")
+       for bench, classes in CLASSES.items() if len(classes) > 2},
 }
 
 
@@ -95,7 +107,8 @@ def read_set(data: Path, spec: DataSet) -> tuple[pd.DataFrame, str]:
     if not files:
         raise SystemExit(f"{data}: no files {', '.join(spec.patterns)}")
     if spec.fmt in ("measurements", "communication"):
-        table, kind = read_table(files[0], spec.fmt), spec.fmt
+        table = pd.concat([read_table(f, spec.fmt) for f in files], ignore_index=True)
+        kind = spec.fmt
     else:
         table, kind = import_profiles(spec.fmt, files)
     for column, values in spec.unused.items():
@@ -161,18 +174,23 @@ def _application_baselines(measurements: pd.DataFrame, assembled: pd.DataFrame,
 DEVELOPED_ON = ("relearn", "lulesh_caliper", "mpi_collectives", "mm_cubeset", "lammps",
                 "lammps_comm")
 ADDED_LAST_SETS = tuple(f"npb_{bench}{part}" for bench in ADDED_LAST for part in ("", "_comm"))
+TOGETHER = tuple(name for name in SETS for bench, classes in CLASSES.items()
+                 if name in (f"npb_{bench}-{classes}", f"npb_{bench}-{classes}_size"))
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
     """summary() per set, then pooled: over the sets apmt was developed on, over the others,
-    over the last added of them, and over all."""
+    over the last added of them, and over all; the P x size sets (TOGETHER) hold the points
+    of the NPB sets again, and are pooled on their own."""
     rows = [summary(rows).assign(set=name, seconds=rows["seconds"].iloc[0])
             for name, rows in evaluation.groupby("set", sort=False)]
     developed = evaluation["set"].isin(DEVELOPED_ON)
+    together = evaluation["set"].isin(TOGETHER)
     for name, part in (("developed on", evaluation[developed]),
-                       ("not developed on", evaluation[~developed]),
+                       ("not developed on", evaluation[~developed & ~together]),
                        ("added last", evaluation[evaluation["set"].isin(ADDED_LAST_SETS)]),
-                       ("all", evaluation)):
+                       ("classes together", evaluation[together]),
+                       ("all", evaluation[~together])):
         if not part.empty:
             rows.append(summary(part).assign(set=name, seconds=np.nan))
     return pd.concat(rows, ignore_index=True)
