@@ -22,9 +22,11 @@ the others) were profiled after the rules had been set, and are also pooled on t
 law's 9.13% (1,442 points); one rule came from looking at them afterwards (apmt.fit
 log_sign_kept, from LU W), so they are no longer unseen. P x problem size (TOGETHER): the
 classes of one NPB benchmark in one table, predicting P = 16 of each, and class A of CG and MG
-from S and W (``_size``); they hold the NPB sets' points again, so they are pooled on their
-own ("classes together") and left out of "all". With LAMMPS, also the application's time
-assembled as the workflow does (Eq. 2), from rolling origins (see application()).
+from S and W (``_size``); and LAMMPS' LJ melt at sizes 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8
+only), predicting P = 16 and 32 of the first two. They hold other sets' points again, so they
+are pooled on their own ("classes together") and left out of "all". With LAMMPS, also the
+application's time assembled as the workflow does (Eq. 2), from rolling origins (see
+application()).
 """
 
 from __future__ import annotations
@@ -95,6 +97,9 @@ SETS = {
     **{f"npb_{bench}-{classes}": DataSet(
         "measurements", tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes),
         (NPB[f"{bench}-{classes[0]}"],), holdout="p=16") for bench, classes in CLASSES.items()},
+    "lammps_sizes": DataSet("measurements", tuple(f"lammps/{folder}/measurements.csv" for folder in
+                                                  ("p1-32", "lj-size0.8-p1-32", "lj-size1.0-p1-8")),
+                            ("size",), holdout="p=16,32", unused={"p": (12, 24)}),
     **{f"npb_{bench}-{classes}_size": DataSet(
         "measurements", tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes),
         (NPB[f"{bench}-{classes[0]}"],), holdout=f"{NPB[f'{bench}-{classes[0]}']}=max")
@@ -174,8 +179,9 @@ def _application_baselines(measurements: pd.DataFrame, assembled: pd.DataFrame,
 DEVELOPED_ON = ("relearn", "lulesh_caliper", "mpi_collectives", "mm_cubeset", "lammps",
                 "lammps_comm")
 ADDED_LAST_SETS = tuple(f"npb_{bench}{part}" for bench in ADDED_LAST for part in ("", "_comm"))
-TOGETHER = tuple(name for name in SETS for bench, classes in CLASSES.items()
-                 if name in (f"npb_{bench}-{classes}", f"npb_{bench}-{classes}_size"))
+TOGETHER = ("lammps_sizes", *(name for name in SETS for bench, classes in CLASSES.items()
+                                if name in (f"npb_{bench}-{classes}",
+                                            f"npb_{bench}-{classes}_size")))
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
