@@ -738,13 +738,17 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
                                                     folds), strict=True):
             found.append(batch)
     if shaped and len(variables) > 1 and primary in variables:
-        for found, series in zip(batches, y, strict=True):
-            best = _best_terms(values, series, variables,
-                               dict(zip(variables, loggable, strict=True)))
-            pairs = pair_hypotheses(best, primary, len(series))
-            found += [_fit_group([group], design[None], extended[None], series[None], folds)[0]
-                      for group, design, extended in _design_groups(tuple(pairs), values, primary)
-                      if group]
+        same_pairs: dict[tuple[Hypothesis, ...], list[int]] = {}
+        for index, best in enumerate(_best_terms(values, y, variables,
+                                                 dict(zip(variables, loggable, strict=True)))):
+            pairs = tuple(pair_hypotheses(best, primary, y.shape[1]))
+            same_pairs.setdefault(pairs, []).append(index)
+        for pairs, rows in same_pairs.items():    # series with the same pairs, fitted at once
+            for group, design, extended in _design_groups(pairs, values, primary):
+                if group:
+                    fitted = _fit_group([group], design[None], extended[None], y[rows], folds)
+                    for index, batch in zip(rows, fitted, strict=True):
+                        batches[index].append(batch)
     if shaped:
         for found, estimated in zip(batches, _estimated_batches(values, y, variables, primary,
                                                                 folds), strict=True):
@@ -924,9 +928,10 @@ def _refitted_errors(family: _Family, y: np.ndarray, folds: list[Fold]) -> np.nd
 
 
 def _best_terms(values: dict[str, np.ndarray], y: np.ndarray, variables: tuple[str, ...],
-                loggable: dict[str, bool]) -> dict[str, list[Term]]:
-    """Per plain variable, the power terms that describe it best where the others are fixed
-    (log factors only where ``loggable``, as for the candidates of one variable).
+                loggable: dict[str, bool]) -> list[dict[str, list[Term]]]:
+    """Per series (rows of ``y``, fitted at once) and plain variable, the power terms that
+    describe it best where the others are fixed (log factors only where ``loggable``, as for
+    the candidates of one variable).
 
     As Extra-P's multi-parameter modeler does, each variable is modelled on the slices of
     the data in which every other variable is constant, and its terms are ranked by their
@@ -934,27 +939,28 @@ def _best_terms(values: dict[str, np.ndarray], y: np.ndarray, variables: tuple[s
     message size that grows with P) there are no such slices and all points are used.
     """
     plain = [v for v in variables if not derived(v)]
-    best = {}
+    best: list[dict[str, list[Term]]] = [{} for _ in y]
     for variable in plain:
         others = [v for v in plain if v != variable]
         keys = np.unique(np.column_stack([values[v] for v in others]), axis=0,
                          return_inverse=True)[1]
         terms = _power_terms(variable, loggable[variable])
         hypotheses = [Hypothesis("linear", ((term,),)) for term in terms]
-        total = np.zeros(len(hypotheses))
+        total = np.zeros((len(y), len(hypotheses)))
         slices = [np.flatnonzero(keys.ravel() == key) for key in np.unique(keys)]
         slices = [rows for rows in slices if len(np.unique(values[variable][rows])) >= 3]
-        for rows in slices or [np.arange(len(y))]:   # no slices: the variables move together
+        for rows in slices or [np.arange(y.shape[1])]:   # no slices: they move together
             part = {k: v[rows] for k, v in values.items()}
             folds = folds_for(part[variable])
             design = designs(hypotheses, part)[None]
-            [batch] = _fit_group([hypotheses], design, design, y[rows][None], folds)
             weights = np.array([fold.weight for fold in folds])
-            total += batch.fold_errors @ weights / weights.sum()
-        order = np.argsort(total, kind="stable")[:PAIR_TERMS]
-        ranked = [hypotheses[i].bases[0][0] for i in order]
-        simple = [t for t in terms if t.complexity <= 1 and t not in ranked]
-        best[variable] = ranked + simple    # the plain shapes always compete (Hockney's too)
+            fitted = _fit_group([hypotheses], design, design, y[:, rows], folds)
+            total += np.stack([batch.fold_errors @ weights / weights.sum() for batch in fitted])
+        for found, errors in zip(best, total, strict=True):
+            order = np.argsort(errors, kind="stable")[:PAIR_TERMS]
+            ranked = [hypotheses[i].bases[0][0] for i in order]
+            simple = [t for t in terms if t.complexity <= 1 and t not in ranked]
+            found[variable] = ranked + simple    # the plain shapes always compete (Hockney's)
     return best
 
 

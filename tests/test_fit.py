@@ -158,3 +158,20 @@ def test_series_fitted_together_are_fitted_as_alone() -> None:
         assert fit.function == alone.function
         np.testing.assert_allclose(fit.predict(far), alone.predict(far), rtol=1e-9)
         assert fit.fold_bias == pytest.approx(alone.fold_bias, rel=1e-9, abs=1e-12)
+
+
+def test_series_over_two_variables_fitted_together_are_fitted_as_alone() -> None:
+    """Over P and a size, the terms that form the products and sums of two variables are
+    ranked for all series at once, and series that share them are fitted at once: each gets
+    what it gets alone."""
+    rng = np.random.default_rng(3)
+    p, n = (a.ravel() for a in np.meshgrid([1.0, 2.0, 4.0, 8.0, 16.0], [10.0, 20.0, 40.0]))
+    shapes = [n / p + 2.0, n**1.5 / p * np.log2(2 * p), 3.0 + 0.1 * p * n, n * p**0.3]
+    y = np.array([shape * np.exp(rng.normal(0.0, 0.02 * (i % 3), len(p)))
+                  for i, shape in enumerate(shapes * 3)])
+    values = {"p": p, "n": n}
+    far = {"p": np.array([64.0]), "n": np.array([80.0])}
+    for series, fit in zip(y, fit_many(values, y, ("p", "n", "n/p")), strict=True):
+        alone = fit_series(values, series, ("p", "n", "n/p"))
+        assert fit.function == alone.function
+        np.testing.assert_allclose(fit.predict(far), alone.predict(far), rtol=1e-9)
