@@ -405,10 +405,8 @@ def stratum_weights(strata: list[list[float]], points: np.ndarray) -> np.ndarray
         at, points = np.log(at), np.log(points)
     if at.shape[1] == 1:
         order = np.argsort(at[:, 0])
-        weights = np.zeros((len(at), len(points)))
-        for rank, index in enumerate(order):
-            weights[index] = np.interp(points[:, 0], at[order, 0],
-                                       np.eye(len(at))[rank])
+        weights = np.empty((len(at), len(points)))
+        weights[order] = [np.interp(points[:, 0], at[order, 0], unit) for unit in np.eye(len(at))]
         return weights
     distance = np.sum((at[:, None, :] - points[None, :, :]) ** 2, axis=2)
     inverse = 1.0 / np.maximum(distance, 1e-300)

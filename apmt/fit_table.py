@@ -40,11 +40,9 @@ from apmt.fit import (
     SHAPE_LEVELS,
     Hypothesis,
     SeriesFit,
-    derived,
     fit_many,
     linear_law,
     power_law,
-    variable_values,
 )
 from apmt.series import (
     MIN_DISTINCT_P,
@@ -77,6 +75,7 @@ class SeriesData:
     primary: str = "p"
     preferred: Callable[[Hypothesis], bool] | None = None
     strata_by: tuple[str, ...] = ()   # the parameters whose measured values are fitted apart
+    alone: tuple[str, ...] = ()       # the variables of a table at one value of them
 
     @property
     def levels(self) -> np.ndarray:
@@ -152,9 +151,10 @@ def series_data(points: pd.DataFrame, params: list[str], source: str,
         key = tuple(np.atleast_1d(key))
         primary, variables = fit_plan(rows, params, per_rank_params, work)
         strata_by = tuple(c for c in ["p", *params] if c != primary and rows[c].nunique() > 1)
+        one_value = rows.assign(**{c: rows[c].iloc[0] for c in strata_by})
         series = SeriesData({c: rows[c].to_numpy(float) for c in ["p", *params]},
-                            rows[value].to_numpy(float), variables, primary,
-                            strata_by=strata_by)
+                            rows[value].to_numpy(float), variables, primary, strata_by=strata_by,
+                            alone=fit_plan(one_value, params, per_rank_params, work)[1])
         if len(series.levels) < MIN_DISTINCT_P or not np.all(series.y > 0):
             try:      # the reason in words (apmt.series), for what the quick test doubts
                 check_series(key, rows, source, primary, value, params)
@@ -226,7 +226,7 @@ class Stratum:
 def strata(series: SeriesData) -> list[tuple[tuple[tuple[str, float], ...], SeriesData]]:
     """The series at each measured value of its other parameters (``strata_by``) that has
     enough values of the primary variable to be fitted alone, with the variables a table of
-    that value alone would have (apmt.series.fit_plan: the work per rank, or the primary).
+    that value alone would have (``alone``, apmt.series.fit_plan's: the work per rank, or P).
 
     Why: a function of P and the problem size must follow both at once, and where the size
     acts in a way no shape of the family follows (NPB CG's classes change the nonzeros per
@@ -242,16 +242,8 @@ def strata(series: SeriesData) -> list[tuple[tuple[tuple[str, float], ...], Seri
         part = series.where(np.all(columns == row, axis=1))
         if len(part.levels) >= MIN_DISTINCT_P:
             at = tuple(zip(series.strata_by, map(float, row), strict=True))
-            found.append((at, replace(part, variables=_alone(part), strata_by=())))
+            found.append((at, replace(part, variables=series.alone, strata_by=(), alone=())))
     return found
-
-
-def _alone(part: SeriesData) -> tuple[str, ...]:
-    """The variables of a stratum: the first work per rank that varies in it, else the
-    primary variable (fit_plan's choice for a table where no parameter varies)."""
-    per_rank = [name for name in part.variables if derived(name)
-                and np.ptp(variable_values(name, part.values)) > 0]
-    return (per_rank[0],) if per_rank else (part.primary,)
 
 
 def _from_start(series: SeriesData, start: float | None) -> SeriesData:
