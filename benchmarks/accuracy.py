@@ -69,6 +69,27 @@ NPB = {"cg-S": "na", "cg-W": "na", "mg-S": "work", "mg-W": "work", "ft-S": "grid
        "lu-S": "grid", "bt-S": "grid", "sp-S": "grid", **ADDED_LAST}
 CLASSES = {"cg": "SWA", "mg": "SWA", "ft": "SW", "lu": "SW", "bt": "SW", "sp": "SW", "ep": "SW"}
 LAMMPS_MORE = {"lammps_lj08": "lj-size0.8-p1-32", "lammps_eam": "eam-cu-p1-32"}
+
+
+def _sizes_together() -> dict[str, DataSet]:
+    """P x problem size: LAMMPS' LJ melt at three sizes, and the classes of an NPB benchmark
+    in one table (its size parameter varying), predicting P = 16 of each and, from three
+    classes, the largest from the others at every P (``_size``)."""
+    sets = {"lammps_sizes": DataSet(
+        "measurements", tuple(f"lammps/{folder}/measurements.csv"
+                              for folder in ("p1-32", "lj-size0.8-p1-32", "lj-size1.0-p1-8")),
+        ("size",), holdout="p=16,32", unused={"p": (12, 24)})}
+    for bench, classes in CLASSES.items():
+        files = tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes)
+        size = NPB[f"{bench}-{classes[0]}"]
+        sets[f"npb_{bench}-{classes}"] = DataSet("measurements", files, (size,), holdout="p=16")
+        if len(classes) > 2:
+            sets[f"npb_{bench}-{classes}_size"] = DataSet("measurements", files, (size,),
+                                                           holdout=f"{size}=max")
+    return sets
+
+
+TOGETHER_SETS = _sizes_together()
 SETS = {
     "relearn": DataSet("extrap-text", ("relearn/relearn_data.txt",), ("n",), frozenset({"n"})),
     "lulesh_caliper": DataSet("caliper", ("lulesh_caliper_opal/*.cali",)),
@@ -93,17 +114,7 @@ SETS = {
                                holdout="p=16") for bench, param in NPB.items()},
     **{f"npb_{bench}_comm": DataSet("communication", (f"npb/{bench}/comm.csv",), (param,),
                                     holdout="p=16") for bench, param in NPB.items()},
-    # P x problem size: the classes of a benchmark in one table, its size parameter varying
-    **{f"npb_{bench}-{classes}": DataSet(
-        "measurements", tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes),
-        (NPB[f"{bench}-{classes[0]}"],), holdout="p=16") for bench, classes in CLASSES.items()},
-    "lammps_sizes": DataSet("measurements", tuple(f"lammps/{folder}/measurements.csv" for folder in
-                                                  ("p1-32", "lj-size0.8-p1-32", "lj-size1.0-p1-8")),
-                            ("size",), holdout="p=16,32", unused={"p": (12, 24)}),
-    **{f"npb_{bench}-{classes}_size": DataSet(
-        "measurements", tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes),
-        (NPB[f"{bench}-{classes[0]}"],), holdout=f"{NPB[f'{bench}-{classes[0]}']}=max")
-       for bench, classes in CLASSES.items() if len(classes) > 2},
+    **TOGETHER_SETS,
 }
 
 
@@ -179,9 +190,7 @@ def _application_baselines(measurements: pd.DataFrame, assembled: pd.DataFrame,
 DEVELOPED_ON = ("relearn", "lulesh_caliper", "mpi_collectives", "mm_cubeset", "lammps",
                 "lammps_comm")
 ADDED_LAST_SETS = tuple(f"npb_{bench}{part}" for bench in ADDED_LAST for part in ("", "_comm"))
-TOGETHER = ("lammps_sizes", *(name for name in SETS for bench, classes in CLASSES.items()
-                                if name in (f"npb_{bench}-{classes}",
-                                            f"npb_{bench}-{classes}_size")))
+TOGETHER = tuple(TOGETHER_SETS)
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
