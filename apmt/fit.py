@@ -57,6 +57,8 @@ MAX_LOG_EXPONENT = 3.0
 EXTRAPOLATION_FACTORS = (1.0, 2.0, 4.0, 16.0, 100.0)
 PER_RANK_SUFFIX = "/p"
 SHAPE_LEVELS = 4        # values of the primary variable from which a shape is chosen
+Section = tuple[list[float], float, float]   # the others' values, the lowest, the highest
+DRAWN_ON = 1e-6         # a weight (stratum_weights) below it draws on a measured value in name only
 
 
 class NoPlausibleFit(ValueError):
@@ -125,7 +127,8 @@ class Term:
 def outside(domain: dict[str, tuple[float, float]],
             values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Per variable of the domain given a value: how far each point lies beyond its measured
-    range, in log units: positive above the largest, negative below the smallest, 0 inside."""
+    range, in log units: positive above the largest, negative below the smallest, 0 inside.
+    The range's ends may be arrays, one per point (SeriesFit.measured_range)."""
     result = {}
     for name, (low, high) in domain.items():
         if name in values:
@@ -242,6 +245,9 @@ class SeriesFit:
     # strata): a point at one of them is predicted by that value's fit, others by this one
     # times those fits' ratios to it, interpolated (see predict)
     strata: list[tuple[dict[str, float], SeriesFit]] = field(default_factory=list)
+    # per variable, where there are several: its measured range at each measured combination
+    # of the others (their values in the order of their names, the lowest, the highest)
+    sections: dict[str, list[Section]] = field(default_factory=dict)
 
     @property
     def function(self) -> str:
@@ -281,6 +287,30 @@ class SeriesFit:
                                   np.column_stack([values[name] for name in names]))
         shift = np.exp(np.sum(weights * np.array(ratios), axis=0))
         return tuple(np.where(measured, whole, whole * shift) for whole in bounds)
+
+    def measured_range(self, values: dict[str, np.ndarray]
+                       ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per point, the smallest and largest measured value of each variable through it
+        (``sections``): where the other variables were measured at the point's values, the
+        range at those; between them, the range that both neighbours (along one other
+        variable; all, along several) were measured over. On a ragged table (a larger size
+        measured at fewer P) that is narrower than the box of the whole table's ranges
+        (``domain``), which is what is left where no sections are known."""
+        count = len(next(iter(values.values())))
+        ranges = {name: (np.full(count, low), np.full(count, high))
+                  for name, (low, high) in self.domain.items()}
+        for name, measured in self.sections.items():
+            others = [other for other in sorted(self.domain) if other != name]
+            if name not in values or any(other not in values for other in others):
+                continue
+            weights = stratum_weights([at for at, _, _ in measured],
+                                      np.column_stack([values[other] for other in others]))
+            drawn_on = weights > DRAWN_ON
+            lows, highs = (np.array([section[end] for section in measured])[:, None]
+                           for end in (1, 2))
+            ranges[name] = (np.max(np.where(drawn_on, lows, -np.inf), axis=0),
+                            np.min(np.where(drawn_on, highs, np.inf), axis=0))
+        return ranges
 
     def predict_joint(self, values: dict[str, np.ndarray]
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -364,6 +394,8 @@ class SeriesFit:
                          "function": h.text(c)} for h, c in self.anchors],
             "misfit": self.misfit, "misfit_at": self.misfit_at,
             "strata": [{"at": at, "fit": fit.to_dict()} for at, fit in self.strata],
+            "sections": {name: [list(section) for section in measured]
+                         for name, measured in self.sections.items()},
         }
 
     @staticmethod
@@ -382,6 +414,8 @@ class SeriesFit:
             misfit=data.get("misfit", 1.0), misfit_at=data.get("misfit_at", {}),
             strata=[(dict(stratum["at"]), SeriesFit.from_dict(stratum["fit"]))
                     for stratum in data.get("strata", [])],
+            sections={name: [(list(at), low, high) for at, low, high in measured]
+                      for name, measured in data.get("sections", {}).items()},
         )
 
 
@@ -392,6 +426,25 @@ def _calibration_of(data: dict) -> dict[str, float]:
         return {name: data[name] for name in ("noise_width", "drift_width", "step")}
     return {"noise_width": 0.0, "step": 1.0,
             "drift_width": float(stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2)) * data.get("drift", 0.0)}
+
+
+def measured_sections(values: dict[str, np.ndarray]) -> dict[str, list[Section]]:
+    """Per variable, its measured range at each measured combination of the other variables
+    (SeriesFit.sections); none for one variable, whose range is the domain."""
+    if len(values) < 2:
+        return {}
+    result = {}
+    for name in sorted(values):
+        others = np.column_stack([values[other] for other in sorted(values) if other != name])
+        combinations, which = np.unique(others, axis=0, return_inverse=True)
+        which = which.ravel()
+        lows = np.full(len(combinations), np.inf)
+        highs = np.full(len(combinations), -np.inf)
+        np.minimum.at(lows, which, values[name])
+        np.maximum.at(highs, which, values[name])
+        result[name] = [(combination.tolist(), float(low), float(high))
+                        for combination, low, high in zip(combinations, lows, highs, strict=True)]
+    return result
 
 
 def stratum_weights(strata: list[list[float]], points: np.ndarray) -> np.ndarray:
@@ -1057,7 +1110,7 @@ def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.nd
         hypothesis=hypothesis, coefficients=batch.coefficients[index],
         inverse_gram=batch.inverse_gram[index], sigma=sigma, dof=dof, r2=float(r2),
         adj_r2=float(adj_r2), loo_error=float(np.expm1(errors @ weights / weights.sum())),
-        n_points=n, domain=domain, alternatives=alternatives,
+        n_points=n, domain=domain, sections=measured_sections(values), alternatives=alternatives,
         misfit=float(np.exp(misses[worst])),
         misfit_at={v: float(values[v][worst]) for v in values if domain[v][0] < domain[v][1]},
         fold_bias={fold.label: float(value) for fold, value in

@@ -258,16 +258,23 @@ class Model:
         or the fit of the application kernel (a counters-only table has neither)."""
         return self.computes() or self.fit_of(self.app_kernel, TIME_METRIC) is not None
 
+    def fits(self) -> list[SeriesFit]:
+        """Every fit of the model: its series' and its MPI operations' times."""
+        return [entry.fit for entry in self.series] + [
+            operation.fits["time"] for operation in self.communication]
+
     def variables(self) -> set[str]:
         """The names some fit of the model depends on (apmt.fit.SeriesFit.variables)."""
-        fits = [entry.fit for entry in self.series] + [
-            operation.fits["time"] for operation in self.communication]
-        return set().union(*(fit.variables for fit in fits))
+        return set().union(*(fit.variables for fit in self.fits()))
 
     def domains(self) -> list[dict[str, tuple[float, float]]]:
         """The measured ranges of every fit of the model."""
-        return [entry.fit.domain for entry in self.series] + [
-            operation.fits["time"].domain for operation in self.communication]
+        return [fit.domain for fit in self.fits()]
+
+    def measured_ranges(self, values: dict[str, np.ndarray]) -> list[dict[str, tuple]]:
+        """Per point, the measured range of every fit of the model where it predicts
+        (apmt.fit.SeriesFit.measured_range)."""
+        return [fit.measured_range(values) for fit in self.fits()]
 
     @property
     def rho(self) -> float:

@@ -37,8 +37,8 @@ def predict(model: Model, targets: pd.DataFrame,
         # the rows of kernel <app> are the assembled ones; a measured <app>'s own fit is beside
         metric = f"fitted_{entry.metric}" if entry.kernel == APP_KERNEL else entry.metric
         frames.append(_rows(targets, params, entry.kernel, metric, bounds,
-                            judge(entry.fit.domain, values, *bounds,
-                                  used=entry.fit.variables)))
+                            judge(entry.fit.domain, values, *bounds, used=entry.fit.variables,
+                                  ranges=[entry.fit.measured_range(values)])))
     nan = np.full(len(values["p"]), np.nan)
     for entry in model.left_out:
         kernel, metric = _left_out_row(entry)
@@ -61,6 +61,7 @@ def _application_rows(model: Model, targets: pd.DataFrame, values: dict,
     """The application's time and its parts, judged on the measured range of the whole model
     (the time as application_trust says)."""
     domain = merged_domain(model.domains())
+    ranges = model.measured_ranges(values)
     terms = list(contributions(model, values, volume_ratios))
     parts = assemble(model, values, volume_ratios, terms)
     frames = [_rows(targets, model.params, APP_KERNEL, TIME_METRIC, parts[TIME_METRIC],
@@ -72,7 +73,8 @@ def _application_rows(model: Model, targets: pd.DataFrame, values: dict,
                          for part in PARTS]
     used = model.variables()
     return frames + [_rows(targets, model.params, APP_KERNEL, part, parts[part],
-                           judge(domain, values, *parts[part], used=used)) for part in PARTS]
+                           judge(domain, values, *parts[part], used=used, ranges=ranges))
+                     for part in PARTS]
 
 
 def application_trust(model: Model, values: dict[str, np.ndarray],
@@ -85,17 +87,17 @@ def application_trust(model: Model, values: dict[str, np.ndarray],
     P than the rest), naming the largest such part. ``terms`` as for assemble."""
     terms = terms if terms is not None else list(contributions(model, values, volume_ratios))
     time = assemble(model, values, volume_ratios, terms)[TIME_METRIC]
-    domain = merged_domain(model.domains())
-    levels, reasons = judge(domain, values, *time, used=model.variables())
+    ranges = model.measured_ranges(values)
+    levels, reasons = judge(merged_domain(model.domains()), values, *time,
+                            used=model.variables(), ranges=ranges)
     if not model.predicts_time():
         return levels, [NO_TIME] * len(reasons)
     total = time[0]
     largest = np.zeros(len(total))     # the largest unsupported part named so far
-    far = trust.distance(domain, values)[0] > MAX_FACTOR
+    far = trust.nearest(ranges, values)[0] > MAX_FACTOR
     for source, _, operation, bounds in terms:
-        part_domain = _domain_of(model, source, operation)
-        beyond = trust.distance(part_domain, values)[0] > MAX_FACTOR
-        part_reasons = judge(part_domain, values, *bounds)[1]
+        factor, (_, part_reasons) = _judge_part(model, source, operation, values, bounds)
+        beyond = factor > MAX_FACTOR
         for i in np.flatnonzero(beyond & ~far):
             if bounds[0][i] >= max(MAJOR_SHARE * total[i], largest[i]):
                 levels[i], largest[i] = UNSUPPORTED, bounds[0][i]
@@ -104,12 +106,15 @@ def application_trust(model: Model, values: dict[str, np.ndarray],
     return levels, reasons
 
 
-def _domain_of(model: Model, source: str, operation: Operation | None) -> dict:
-    """The measured range of one term of Eq. 2 (a kernel's fit, or an MPI operation's)."""
-    if operation is not None:
-        return operation.fits["time"].domain
-    fit = model.fit_of(source, model.kernel_metric(source))
-    return fit.domain if fit is not None else {}
+def _judge_part(model: Model, source: str, operation: Operation | None,
+                values: dict[str, np.ndarray], bounds: Bounds
+                ) -> tuple[np.ndarray, tuple[list[str], list[str]]]:
+    """How far beyond its measured range (apmt.trust.distance) each point lies for one term
+    of Eq. 2 (a kernel's fit, or an MPI operation's), and the term's trust there."""
+    fit = operation.fits["time"] if operation is not None else \
+        model.fit_of(source, model.kernel_metric(source))
+    domain, ranges = (fit.domain, fit.measured_range(values)) if fit is not None else ({}, {})
+    return trust.distance(ranges, values)[0], judge(domain, values, *bounds, ranges=[ranges])
 
 
 def _memory_rows(model: Model, targets: pd.DataFrame, values: dict) -> list[pd.DataFrame]:
@@ -126,7 +131,7 @@ def _memory_rows(model: Model, targets: pd.DataFrame, values: dict) -> list[pd.D
         if total is None:
             continue
         stalls = model.fit_of(kernel, "stall_cycles")
-        judged = judge(_domain_of(model, kernel, None), values, total, nan, nan)
+        judged = _judge_part(model, kernel, None, values, (total, nan, nan))[1]
         frames.append(_rows(targets, model.params, kernel, "mem_total_time", (total, nan, nan),
                             judged))
         if entry.bf_mem is not None or stalls is not None:

@@ -2,10 +2,12 @@
 
 A prediction is
 - ``interpolated`` when its point lies inside the measured range of every variable (P and
-  each parameter); the reason adds when its interval spans more than ``MAX_WIDTH`` there
-  (noisy values, or a series that changes regime: the model's notes name those whose
-  function misses a measured value by more than that, apmt.fit.SeriesFit.misfit). Not
-  unsupported: on the real profiles of benchmarks/accuracy.py a fifth of the series'
+  each parameter) through it: the range measured at the point's values of the others
+  (apmt.fit.SeriesFit.measured_range), so that a size measured at fewer P than the rest is
+  extrapolated beyond its own largest P; the reason adds when its interval spans more than
+  ``MAX_WIDTH`` there (noisy values, or a series that changes regime: the model's notes name
+  those whose function misses a measured value by more than that, apmt.fit.SeriesFit.misfit).
+  Not unsupported: on the real profiles of benchmarks/accuracy.py a fifth of the series'
   predictions at measured points have such intervals (microsecond timers, waits of
   oversubscribed MPI ranks), where the function mostly stays within a factor of 2 or 3 of
   the measured values;
@@ -41,32 +43,37 @@ LEVELS = ("interpolated", "extrapolated", "unsupported")
 UNSUPPORTED = LEVELS[2]
 
 
-def distance(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarray]
+def distance(domain: dict[str, tuple], values: dict[str, np.ndarray]
              ) -> tuple[np.ndarray, list[str]]:
     """Per point: how many times beyond the measured range it lies (1 inside), and in words
-    where, for the variable farthest out."""
+    where, for the variable farthest out. The range's ends may be one per point
+    (apmt.fit.SeriesFit.measured_range)."""
     n = len(next(iter(values.values())))
     factor, words = np.ones(n), [""] * n
     for name, beyond in outside(domain, values).items():
-        low, high = domain[name]
         value = np.asarray(values[name], float)
+        low, high = (np.broadcast_to(np.asarray(end, float), value.shape)
+                     for end in domain[name])
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(beyond > 0, value / high, np.where(beyond < 0, low / value, 1.0))
         for i in np.flatnonzero(ratio > factor):
             factor[i] = ratio[i]
             words[i] = (f"{name} = {value[i]:g} is {ratio[i]:.3g}x the largest measured "
-                        f"({high:g})" if beyond[i] > 0 else
+                        f"({high[i]:g})" if beyond[i] > 0 else
                         f"{name} = {value[i]:g} is {ratio[i]:.3g}x below the smallest measured "
-                        f"({low:g})")
+                        f"({low[i]:g})")
     return factor, words
 
 
 def judge(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarray],
           predicted: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-          used: set[str] = frozenset()) -> tuple[list[str], list[str]]:
+          used: set[str] = frozenset(), ranges: list[dict[str, tuple]] | None = None
+          ) -> tuple[list[str], list[str]]:
     """The trust level and its reason (one short sentence) of each prediction; ``used``:
-    the variables the prediction's functions depend on (apmt.fit.SeriesFit.variables)."""
-    factor, where = distance(domain, values)
+    the variables the prediction's functions depend on (apmt.fit.SeriesFit.variables);
+    ``ranges``: where measured, if not the box of ``domain``: the measured ranges at each
+    point (apmt.fit.SeriesFit.measured_range) of the fits the prediction comes from."""
+    factor, where = nearest(ranges if ranges is not None else [domain], values)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         width = np.asarray(upper, float) / np.asarray(lower, float)
     levels, reasons = [], []
@@ -130,3 +137,17 @@ def merged_domain(domains: list[dict[str, tuple[float, float]]]) -> dict[str, tu
             known = merged.get(name, (low, high))
             merged[name] = (min(known[0], low), max(known[1], high))
     return merged
+
+
+def nearest(ranges: list[dict[str, tuple]], values: dict[str, np.ndarray]
+            ) -> tuple[np.ndarray, list[str]]:
+    """As distance, to the nearest of several measured ranges: a point is measured where any
+    of them holds it (the application, where one of its fits was measured), which a box of
+    their ranges would claim also between them (one fit's P and another's size)."""
+    n = len(next(iter(values.values())))
+    if not ranges:
+        return np.ones(n), [""] * n
+    each = [distance(one, values) for one in ranges]
+    factors = np.array([factor for factor, _ in each])
+    closest = np.argmin(factors, axis=0)
+    return factors[closest, np.arange(n)], [each[k][1][i] for i, k in enumerate(closest)]

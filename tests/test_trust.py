@@ -191,3 +191,31 @@ def test_a_part_measured_over_a_narrower_range_makes_the_sum_unsupported() -> No
     [reason] = app["trust_reason"]
     assert app["trust"].tolist() == ["unsupported"]
     assert " of it is MPI_Allreduce, whose prediction is unsupported: p = 1000 is 250x" in reason
+
+
+def test_a_size_measured_at_fewer_p_is_extrapolated_beyond_its_own(measured_data: Path,
+                                                                  tmp_path: Path) -> None:
+    """NPB CG S and W measured at P = 1..16, A at 1..8 (real profiles, in one table over
+    na): the box of the table's ranges holds P = 16 at na = 14000, but nothing was measured
+    there: P = 16 lies beyond the 8 that A was measured at, and na = 10000 beyond the 7000
+    measured at P = 16. The application's time is judged on its fits' measured ranges, not
+    on a box of them (one fit's P, another's na)."""
+    table = pd.concat([read_table(measured_data / f"npb/cg-{c}/measurements.csv",
+                                  "measurements") for c in "SWA"])
+    table = table[(table["na"] < 14000) | (table["p"] <= 8)]
+    model = build_model(table, ["na"], source="cg")
+    targets = pd.DataFrame({"p": [16, 16, 16, 8], "na": [7000, 10000, 14000, 14000]})
+    predictions = predict(model, targets)
+    for kernel, metric in (("conj_grad_", "time"), (APP_KERNEL, "comp_time"),
+                           (APP_KERNEL, "time")):
+        rows = predictions[(predictions["kernel"] == kernel) & (predictions["metric"] == metric)]
+        levels, reasons = list(rows["trust"]), list(rows["trust_reason"])
+        assert levels[0] == levels[3] == "interpolated", (kernel, metric, reasons)
+        assert "extrapolated" in levels[1:3] or "unsupported" in levels[1:3]
+        assert "interpolated" not in levels[1:3], (kernel, metric, reasons)
+        assert reasons[2].startswith("p = 16 is 2x the largest measured (8)"), reasons[2]
+        assert kernel != APP_KERNEL or reasons[1].startswith(
+            "na = 10000 is 1.43x the largest measured (7000)"), reasons[1]
+    save_model(model, tmp_path / "model.json")          # the sections are kept
+    again = predict(load_model(tmp_path / "model.json"), targets)
+    assert list(again["trust_reason"]) == list(predictions["trust_reason"])
