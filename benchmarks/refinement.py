@@ -38,11 +38,11 @@ neither needed fewer runs more often).
 
 Measured with the intervals calibrated on each series' backtests (apmt.fit_table; 2-core VM;
 the published sets, mm's 9 sizes and the three bundled LAMMPS sets of 10 P, 3 minutes; 172
-series need refining at 10%, 126 at 20%): apmt's choice needs 1.76 and 1.64 runs on average;
-next_doubling 2.40 and 2.16 (apmt fewer in 66 series, more in 7; 39 and 6; sign_p < 0.001),
-midpoint 2.09 and 1.94 (42 and 8; 32 and 5; < 0.001), largest 1.74 and 1.64 (1 and 2; 0 and
+series need refining at 10%, 128 at 20%): apmt's choice needs 1.76 and 1.63 runs on average;
+next_doubling 2.40 and 2.14 (apmt fewer in 66 series, more in 7; 39 and 6; sign_p < 0.001),
+midpoint 2.09 and 1.92 (42 and 8; 32 and 5; < 0.001), largest 1.74 and 1.63 (1 and 2; 0 and
 0): the widest interval is at the largest candidate, so the rule does what "largest" does.
-target_width needs more runs (1.98 and 1.81).
+target_width needs more runs (1.98 and 1.80).
 """
 
 from __future__ import annotations
