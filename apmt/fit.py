@@ -242,8 +242,8 @@ class SeriesFit:
     misfit: float = 1.0
     misfit_at: dict[str, float] = field(default_factory=dict)
     # fits of the series at each measured value of its other parameters alone (apmt.fit_table
-    # strata): a point at one of them is predicted by that value's fit, others by this one
-    # times those fits' ratios to it, interpolated (see predict)
+    # strata): a point at one of them is predicted by that value's fit, others from those
+    # fits, interpolated and extrapolated in the parameters' logs (see predict)
     strata: list[tuple[dict[str, float], SeriesFit]] = field(default_factory=list)
     # per variable, where there are several: its measured range at each measured combination
     # of the others (their values in the order of their names, the lowest, the highest)
@@ -262,31 +262,46 @@ class SeriesFit:
 
     def predict(self, values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Point prediction and the lower and upper ends of its 90% interval: at a measured
-        value of the other parameters from that value's own fit (``strata``); between and
-        beyond them from the function of them all (``predict_joint``), times the strata's
-        ratio to it there, interpolated in the parameters' logs (the nearest's beyond), so
-        that a prediction moves smoothly from one measured value to the next."""
-        bounds = self.predict_joint(values)
+        value of the other parameters from that value's own fit (``strata``). Along one such
+        parameter measured at several values, between and beyond them at each point a power
+        law in it through the two nearest values' fits: linear in the logs, with the
+        interval's ends combined by the same weights (beyond, the nearer value weighs more
+        than 1 and the other less than 0, so the interval widens with the distance). Over
+        several parameters, from the function of them all (``predict_joint``) times the
+        strata's ratios to it, interpolated in the parameters' logs."""
         names = sorted({name for at, _ in self.strata for name in at})
         if not self.strata or any(name not in values for name in names):
-            return bounds
-        count = len(bounds[0])
-        ratios, measured = [], np.zeros(count, dtype=bool)
-        for at, fit in self.strata:
-            there = {**values, **{name: np.full(count, value) for name, value in at.items()}}
-            own = fit.predict(there)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.log(own[0] / self.predict_joint(there)[0])
-            ratios.append(np.where(np.isfinite(ratio), ratio, 0.0))
-            rows = np.logical_and.reduce([np.isclose(values[name], value, rtol=1e-9, atol=0)
-                                          for name, value in at.items()])
-            for whole, piece in zip(bounds, own, strict=True):
-                whole[rows & ~measured] = piece[rows & ~measured]
-            measured |= rows
+            return self.predict_joint(values)
+        count = len(next(iter(values.values())))
         weights = stratum_weights([[at[name] for name in names] for at, _ in self.strata],
                                   np.column_stack([values[name] for name in names]))
+        there = [{**values, **{name: np.full(count, value) for name, value in at.items()}}
+                 for at, _ in self.strata]
+        own = [fit.predict(points) for (_, fit), points in zip(self.strata, there, strict=True)]
+        if len(names) == 1 and len(self.strata) > 1:
+            bounds = _log_combination(weights, own)
+        else:
+            bounds = self._shifted(values, weights, there, own)
+        for (at, _), piece in zip(self.strata, own, strict=True):
+            rows = np.logical_and.reduce([np.isclose(values[name], value, rtol=1e-9, atol=0)
+                                          for name, value in at.items()])
+            for whole, part in zip(bounds, piece, strict=True):
+                whole[rows] = part[rows]
+        return bounds
+
+    def _shifted(self, values: dict[str, np.ndarray], weights: np.ndarray,
+                 there: list[dict[str, np.ndarray]], own: list[tuple[np.ndarray, ...]]
+                 ) -> tuple[np.ndarray, ...]:
+        """The function of all parameters times the strata's ratios to it (in logs,
+        weighted); ``own``: each stratum's prediction at the points moved to its values
+        (``there``)."""
+        ratios = []
+        for points, piece in zip(there, own, strict=True):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.log(piece[0] / self.predict_joint(points)[0])
+            ratios.append(np.where(np.isfinite(ratio), ratio, 0.0))
         shift = np.exp(np.sum(weights * np.array(ratios), axis=0))
-        return tuple(np.where(measured, whole, whole * shift) for whole in bounds)
+        return tuple(whole * shift for whole in self.predict_joint(values))
 
     def measured_range(self, values: dict[str, np.ndarray]
                        ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -449,21 +464,44 @@ def measured_sections(values: dict[str, np.ndarray]) -> dict[str, list[Section]]
 
 def stratum_weights(strata: list[list[float]], points: np.ndarray) -> np.ndarray:
     """Each stratum's weight at each point (strata x points, columns summing to 1), in the
-    logs of the parameters where they are positive: linear interpolation between the two
-    nearest strata along one parameter, the nearest one's alone beyond them; over several,
-    inverse squared distances."""
+    logs of the parameters where they are positive: along one parameter, linear in it through
+    the two nearest strata, between them and beyond (where the nearer one weighs more than 1
+    and the other less than 0); over several, inverse squared distances."""
     at = np.asarray(strata, float)
     points = np.asarray(points, float)
     if np.all(at > 0) and np.all(points > 0):
         at, points = np.log(at), np.log(points)
-    if at.shape[1] == 1:
+    weights = np.zeros((len(at), len(points)))
+    if len(at) == 1:
+        weights[0] = 1.0
+    elif at.shape[1] == 1:
         order = np.argsort(at[:, 0])
-        weights = np.empty((len(at), len(points)))
-        weights[order] = [np.interp(points[:, 0], at[order, 0], unit) for unit in np.eye(len(at))]
-        return weights
-    distance = np.sum((at[:, None, :] - points[None, :, :]) ** 2, axis=2)
-    inverse = 1.0 / np.maximum(distance, 1e-300)
-    return inverse / inverse.sum(axis=0)
+        line = at[order, 0]
+        upper = np.clip(np.searchsorted(line, points[:, 0]), 1, len(line) - 1)
+        share = (points[:, 0] - line[upper - 1]) / (line[upper] - line[upper - 1])
+        columns = np.arange(len(points))
+        weights[order[upper], columns] = share
+        weights[order[upper - 1], columns] = 1.0 - share
+    else:
+        distance = np.sum((at[:, None, :] - points[None, :, :]) ** 2, axis=2)
+        inverse = 1.0 / np.maximum(distance, 1e-300)
+        weights = inverse / inverse.sum(axis=0)
+    return weights
+
+
+def _log_combination(weights: np.ndarray, own: list[tuple[np.ndarray, ...]]
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Predictions and interval ends of several fits combined linearly in their logs by
+    ``weights`` (fits x points, see stratum_weights); a negative weight takes the other end."""
+    with np.errstate(over="ignore", invalid="ignore"):      # far out: inf, as predict_joint
+        logs = np.log(np.maximum(np.array(own, float), TINY))          # fits x 3 x points
+        positive = weights >= 0
+        center = np.sum(weights * logs[:, 0], axis=0)
+        low = np.sum(weights * np.where(positive, logs[:, 1], logs[:, 2]), axis=0)
+        high = np.sum(weights * np.where(positive, logs[:, 2], logs[:, 1]), axis=0)
+        low = np.maximum(low, center - FLOAT_LOG_LIMIT)
+        high = np.minimum(high, center + FLOAT_LOG_LIMIT)
+        return np.exp(center), np.exp(low), np.exp(high)
 
 
 def _evaluate(hypothesis: Hypothesis, coefficients: np.ndarray,

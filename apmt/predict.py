@@ -254,8 +254,9 @@ class _Sum:
                            + self.rho * self.linear[side] ** 2)
 
     def bounds(self) -> Bounds:
-        return (self.value, self.value - self._distance("below"),
-                self.value + self._distance("above"))
+        with np.errstate(invalid="ignore"):         # an infinite sum has no finite ends
+            return (self.value, self.value - self._distance("below"),
+                    self.value + self._distance("above"))
 
 
 def _kernel_time(model: Model, kernel: str, values: dict) -> dict[str, Bounds]:

@@ -275,8 +275,9 @@ def test_each_measured_size_is_fitted_alone() -> None:
 def test_a_measured_size_is_predicted_by_its_own_fit() -> None:
     """Where the size acts as no shape follows, its own fit predicts each measured size
     exactly at a larger P; between two measured sizes the prediction moves smoothly from
-    one to the other (the function of both, times the sizes' ratios to it interpolated);
-    the model file keeps the strata."""
+    one to the other, and beyond them it follows the power law in the size through the two
+    nearest (at each P, through their fits), its interval widening; the model file keeps
+    the strata."""
     table = sizes_table({1.0: 5e8, 2.0: 7e8, 3.0: 4e10})
     fitted = fit_all(table, ["size"], "planted")
     fit = fitted.fits[("k", "instructions")]
@@ -288,8 +289,11 @@ def test_a_measured_size_is_predicted_by_its_own_fit() -> None:
     assert abs(fit.predict_joint(at)[0][1] / (7e8 / 16) - 1) > 0.05   # the function misses
     assert predicted[2] == pytest.approx(predicted[1], rel=1e-6)      # no jump off a size
     assert predicted[1] < predicted[3] < predicted[4]
-    assert predicted[5] / predicted[4] == pytest.approx(                # beyond: the nearest
-        fit.predict_joint(at)[0][5] / fit.predict_joint(at)[0][4], rel=1e-9)
+    assert predicted[5] / predicted[4] == pytest.approx(                # beyond: 2 and 3
+        (4e10 / 7e8) ** (np.log(6 / 3) / np.log(3 / 2)), rel=1e-6)
+    assert upper[5] / lower[5] > upper[4] / lower[4]
+    share = np.log(2.5 / 2) / np.log(3 / 2)                             # between: in the logs
+    assert predicted[3] == pytest.approx(7e8 ** (1 - share) * 4e10 ** share / 16, rel=1e-6)
     stored = SeriesFit.from_dict(json.loads(json.dumps(fit.to_dict())))
     assert np.allclose(stored.predict(at), fit.predict(at), rtol=1e-12)
     assert fitted.calibration["stratified"] == 1
@@ -317,11 +321,12 @@ def test_real_npb_cg_classes_together_predict_as_each_alone(measured_data: Path)
 
 
 def test_stratum_weights_interpolate_and_sum_to_one() -> None:
-    """Along one parameter: linear in its log between the two nearest, the nearest's alone
-    beyond; over two: inverse squared distances, the stratum's own at its point."""
+    """Along one parameter: linear in its log through the two nearest, between and beyond;
+    over two: inverse squared distances, the stratum's own at its point."""
     one = stratum_weights([[4.0], [1.0], [2.0]], np.array([[1.0], [np.sqrt(2.0)], [8.0]]))
     assert np.allclose(one[:, 0], [0, 1, 0]) and np.allclose(one[:, 1], [0, 0.5, 0.5])
-    assert np.allclose(one[:, 2], [1, 0, 0])
+    assert np.allclose(one[:, 2], [2, 0, -1])
+    assert np.allclose(stratum_weights([[3.0]], np.array([[1.0], [9.0]])), 1)
     two = stratum_weights([[1.0, 1.0], [2.0, 4.0]], np.array([[1.0, 1.0], [1.5, 2.0]]))
     assert np.allclose(two.sum(axis=0), 1) and two[0, 0] == pytest.approx(1.0)
 

@@ -5,7 +5,10 @@ measured on this kind of machine for the purpose (data/lammps/lj-size1.0-p1-8).
 The main kernel, LAMMPS_NS::PairLJCut::compute, does work in proportion to the atoms per
 rank, size**3 / P. With that work expression its cachegrind instructions come out exact
 (measured: 0.002% error) and its sampled time within 1% (median over P; fitted at size 0.8);
-with the default size / P the same fits err by 36% (time) and 58% (instructions at P = 1).
+with the default size / P the fits at size 0.8 alone err by 36% (time). Fitted at sizes 0.6
+and 0.8, each size has its own fit, and beyond them each P follows the power law in the size
+through the two: the instructions come out exact with the default too (they err by 58% at
+P = 1 from one function of P and the size).
 The time fitted on sizes 0.6 and 0.8 together is not tested: size 0.6 ran on another host,
 where LAMMPS did 1.9x the instructions per second, so no work law joins the two sizes' times
 (the benchmark prints those errors too, about 40% either way)."""
@@ -35,11 +38,11 @@ def _kernel(errors: pd.DataFrame, scenario: str, metric: str, method: str) -> pd
     return rows["error"]
 
 
-def test_the_work_expression_predicts_the_main_kernels_instructions(errors) -> None:
+def test_two_sizes_predict_the_main_kernels_instructions(errors) -> None:
     """Fitted on sizes 0.6 and 0.8: instructions are counted, not timed, so the host
-    does not matter."""
+    does not matter; the work expression is not needed where two sizes were measured."""
     assert _kernel(errors, "sizes 0.6, 0.8", "instructions", WITH_WORK).max() < 0.001
-    assert _kernel(errors, "sizes 0.6, 0.8", "instructions", DEFAULT).max() > 0.1
+    assert _kernel(errors, "sizes 0.6, 0.8", "instructions", DEFAULT).max() < 0.001
 
 
 def test_the_work_expression_predicts_the_main_kernels_time(errors) -> None:
