@@ -349,7 +349,7 @@ class SeriesFit:
             if self.hypothesis.form == "linear":
                 design = design / chosen[:, None]
             leverage = np.einsum("ik,kl,il->i", design, self.inverse_gram, design)
-            quantile = stats.t.ppf(0.5 + INTERVAL_LEVEL / 2, max(self.dof, 1))
+            quantile = _t_quantile(max(self.dof, 1))
             half_width = quantile * self.sigma * np.sqrt(1.0 + np.nan_to_num(leverage, nan=1e6))
             logs = [np.log(chosen)] + [
                 np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY))
@@ -359,7 +359,7 @@ class SeriesFit:
             low, high = center - half_width, center + half_width
             if self.calibrated:
                 beyond = self.distance(values)
-                noise = stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2) * self.sigma
+                noise = _t_quantile(0) * self.sigma
                 half_width = np.maximum(noise, self.beyond(beyond))
                 anchored = np.mean([np.log(np.maximum(_evaluate(h, c, values), TINY))
                                     for h, c in self.anchors], axis=0) if self.anchors else center
@@ -434,23 +434,38 @@ class SeriesFit:
         )
 
 
+@lru_cache(maxsize=64)
+def _t_quantile(dof: int) -> float:
+    """The two-sided INTERVAL_LEVEL quantile of Student's t with ``dof`` degrees of freedom
+    (0: the normal's); computed once per dof, as scipy's is slow beside a prediction."""
+    level = 0.5 + INTERVAL_LEVEL / 2
+    return float(stats.norm.ppf(level) if dof == 0 else stats.t.ppf(level, dof))
+
+
 def _calibration_of(data: dict) -> dict[str, float]:
     """A stored fit's calibration; a model file from before the backtests widened its
     intervals by its ``drift`` (log error per log distance, at the normal quantile)."""
     if "drift_width" in data:
         return {name: data[name] for name in ("noise_width", "drift_width", "step")}
     return {"noise_width": 0.0, "step": 1.0,
-            "drift_width": float(stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2)) * data.get("drift", 0.0)}
+            "drift_width": _t_quantile(0) * data.get("drift", 0.0)}
 
 
 def measured_sections(values: dict[str, np.ndarray]) -> dict[str, list[Section]]:
     """Per variable, its measured range at each measured combination of the other variables
-    (SeriesFit.sections); none for one variable, whose range is the domain."""
-    if len(values) < 2:
+    (SeriesFit.sections); none where one variable varies, or the points lie on a full grid:
+    every range is the domain's there."""
+    names = sorted(values)
+    if sum(np.ptp(values[name]) > 0 for name in names) < 2:
+        return {}
+    inverse = [np.unique(values[name], return_inverse=True) for name in names]
+    shape = tuple(len(levels) for levels, _ in inverse)
+    cells = np.unique(np.ravel_multi_index([which.ravel() for _, which in inverse], shape))
+    if len(cells) == np.prod(shape):
         return {}
     result = {}
-    for name in sorted(values):
-        others = np.column_stack([values[other] for other in sorted(values) if other != name])
+    for name in names:
+        others = np.column_stack([values[other] for other in names if other != name])
         combinations, which = np.unique(others, axis=0, return_inverse=True)
         which = which.ravel()
         lows = np.full(len(combinations), np.inf)
@@ -786,7 +801,7 @@ def fit_series(values: dict[str, np.ndarray], y: np.ndarray,
 
 def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
              variables: tuple[str, ...] | None = None, primary: str = "p",
-             preferred: Callable[[Hypothesis], bool] | None = None
+             preferred: Callable[[Hypothesis], bool] | None = None, summary: bool = False
              ) -> list[SeriesFit | NoPlausibleFit]:
     """Fit S series measured at the same points: ``y`` (S, n) holds their per-point means
     (positive) at ``values`` (``p`` and params), fitted together (the batched least squares
@@ -808,6 +823,9 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
     linear law in the work per rank (c + a/P, Amdahl's; bending to a floor), and the one-SE
     rule averages them where the data cannot tell them apart, as they mostly cannot: their
     mean errs less than either one guessed. A shape theory prefers still comes first.
+    ``summary``: only the power law in every variable competes (with a shape theory
+    prefers), whatever the values: a function that only summarises a series that others
+    predict (apmt.fit_table), in all its variables.
     """
     y = np.atleast_2d(np.asarray(y, float))
     variables = variables or tuple(values)
@@ -817,10 +835,11 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
     hypotheses = candidate_hypotheses(variables, scales, loggable, y.shape[1])
     folds = folds_for(values[primary])
     levels = len(np.unique(values[primary]))
-    shaped = levels >= SHAPE_LEVELS
+    shaped = levels >= SHAPE_LEVELS and not summary
     if not shaped:
-        hypotheses = (power_law(variables, values), linear_law(variables),
-                      *(h for h in hypotheses if preferred(h)))
+        classic = (power_law(variables, values),) if summary else \
+            (power_law(variables, values), linear_law(variables))
+        hypotheses = (*classic, *(h for h in hypotheses if preferred(h)))
     batches: list[list[_Batch]] = [[] for _ in y]
     for group, design, extended in _design_groups(hypotheses, values, primary):
         for found, batch in zip(batches, _fit_group([group], design[None], extended[None], y,
@@ -844,7 +863,7 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
             found += estimated
     fits = [_chosen(found, series, values, folds, primary, preferred)
             for found, series in zip(batches, y, strict=True)]
-    if levels == SHAPE_LEVELS:
+    if shaped and levels == SHAPE_LEVELS:
         for fit, anchors in zip(fits, _classic_fits(values, y, variables, primary, folds),
                                 strict=True):
             if isinstance(fit, SeriesFit) and fit.averaged:

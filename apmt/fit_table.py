@@ -76,6 +76,8 @@ class SeriesData:
     preferred: Callable[[Hypothesis], bool] | None = None
     strata_by: tuple[str, ...] = ()   # the parameters whose measured values are fitted apart
     alone: tuple[str, ...] = ()       # the variables of a table at one value of them
+    # the fit only summarises the series (its strata predict it everywhere): the power law
+    summary: bool = False
 
     @property
     def levels(self) -> np.ndarray:
@@ -185,6 +187,8 @@ def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFi
     regime = regime_start(data)
     cut = {key: _from_start(series, regime.get("start")) for key, series in data.items()}
     found = {key: strata(series) for key, series in cut.items()}
+    cut = {key: replace(series, summary=_predicted_by_strata(series, found[key]))
+           for key, series in cut.items()}
     parts = {Stratum(key, at): part for key, pairs in found.items() for at, part in pairs}
     units = {**{key: cut[key] for key in cut if not found[key]}, **parts}
     sampled = _sample(sorted(key for key in units if key not in parts)
@@ -193,6 +197,11 @@ def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFi
         (("backtest", key), _before_last(units[key])) for key in sampled
         if len(units[key].levels) > 3]
     outcomes = dict(_fit_many(work, jobs))
+    # a summary the power law cannot give (a power over 3 in the size) is searched for
+    unsummarised = [(key, replace(cut[key], summary=False)) for key in cut
+                    if cut[key].summary and isinstance(outcomes[key], str)]
+    outcomes.update(_fit_many(unsummarised, jobs))
+    cut.update(unsummarised)
     fits = {key: outcomes[key] for key in cut if isinstance(outcomes[key], SeriesFit)}
     left_out = {key: outcomes[key] for key in cut if isinstance(outcomes[key], str)}
     unit_fits = {key: outcomes[key] for key in units if isinstance(outcomes[key], SeriesFit)}
@@ -205,6 +214,8 @@ def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFi
     for key, fit in fits.items():
         fit.strata = [(dict(at), unit_fits[Stratum(key, at)]) for at, _ in found[key]
                       if Stratum(key, at) in unit_fits]
+        if _predicted_by_strata(cut[key], fit.strata):
+            _misfit_of_strata(fit)
     anchored = sum(bool(fit.anchors) for fit in fits.values())
     if anchored:
         calibration["anchored"] = anchored
@@ -248,6 +259,24 @@ def strata(series: SeriesData) -> list[tuple[tuple[tuple[str, float], ...], Seri
             at = tuple(zip(series.strata_by, map(float, row), strict=True))
             found.append((at, replace(part, variables=series.alone, strata_by=(), alone=())))
     return found
+
+
+def _predicted_by_strata(series: SeriesData, found: list) -> bool:
+    """Whether the strata predict the series everywhere (at least two of them, along one
+    parameter: apmt.fit.SeriesFit.predict), so that its function of P and that parameter
+    only summarises it for the reader. It is then the power law in both (c + a/P would leave
+    the parameter out): the search of shapes over two variables took three quarters of the
+    fitting time of NPB CG S+W+A, and nothing it chose was used."""
+    return len(series.strata_by) == 1 and len(found) >= 2
+
+
+def _misfit_of_strata(fit: SeriesFit) -> None:
+    """A series its strata predict misses its measured values as they do."""
+    worst = max((stratum for stratum in fit.strata), key=lambda stratum: stratum[1].misfit,
+                default=None)
+    if worst is not None:
+        at, stratum = worst
+        fit.misfit, fit.misfit_at = stratum.misfit, {**at, **stratum.misfit_at}
 
 
 def _from_start(series: SeriesData, start: float | None) -> SeriesData:
@@ -444,7 +473,7 @@ def _fit_many(work: list[tuple[tuple, SeriesData]], jobs: int | None
     jobs = jobs or len(os.sched_getaffinity(0))
     groups: dict[tuple, list[tuple[tuple, SeriesData]]] = {}
     for key, series in work:
-        signature = (series.variables, series.primary, series.preferred,
+        signature = (series.variables, series.primary, series.preferred, series.summary,
                      *((name, values.tobytes()) for name, values in series.values.items()))
         groups.setdefault(signature, []).append((key, series))
     chunks = [members[i:i + CHUNK] for members in groups.values()
@@ -461,7 +490,7 @@ def _fit_chunk(chunk: list[tuple[tuple, SeriesData]]) -> list[tuple[tuple, Serie
     """Series measured at the same points, fitted at once."""
     first = chunk[0][1]
     fits = fit_many(first.values, np.array([series.y for _, series in chunk]),
-                    first.variables, first.primary, first.preferred)
+                    first.variables, first.primary, first.preferred, summary=first.summary)
     return [(key, fit if isinstance(fit, SeriesFit) else f"has no plausible fit ({fit})")
             for (key, _), fit in zip(chunk, fits, strict=True)]
 

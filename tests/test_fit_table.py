@@ -14,7 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apmt.fit import NoPlausibleFit, SeriesFit, fit_series, stratum_weights
+from apmt.fit import (
+    NoPlausibleFit,
+    SeriesFit,
+    fit_series,
+    power_law,
+    stratum_weights,
+)
 from apmt.fit_table import (
     REGIME_GAIN,
     SeriesData,
@@ -298,6 +304,23 @@ def test_a_measured_size_is_predicted_by_its_own_fit() -> None:
     assert np.allclose(stored.predict(at), fit.predict(at), rtol=1e-12)
     assert fitted.calibration["stratified"] == 1
     assert any("several values of size" in note for note in fitted.notes)
+
+
+def test_a_series_its_strata_predict_is_summarised_by_the_power_law() -> None:
+    """Where two sizes' own fits predict a series everywhere, its function of P and the size
+    only summarises it for the reader: the power law in both, not a search of shapes over
+    both; where it is not plausible (a power of 10 in the size), the search gives one, so the
+    series is not left out for it. A size's fit missing its values is the series' misfit."""
+    for sizes, classic in (({1.0: 5e8, 2.0: 1.1e9, 4.0: 1.9e9}, True),
+                           ({1.0: 5e8, 2.0: 7e8, 3.0: 4e10}, False)):
+        table = sizes_table(sizes)
+        data, _ = series_data(table, ["size"], "planted")
+        series = data[("k", "instructions")]
+        fit = fit_all(table, ["size"], "planted").fits[("k", "instructions")]
+        assert (fit.hypothesis == power_law(series.variables, series.values)) == classic, \
+            fit.function
+        assert len(fit.strata) == 3
+        assert fit.misfit == max(stratum.misfit for _, stratum in fit.strata)
 
 
 def test_real_npb_cg_classes_together_predict_as_each_alone(measured_data: Path) -> None:
