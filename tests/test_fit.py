@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from apmt.fit import SeriesFit, fit_many, fit_series, log_sign_kept
+from apmt.fit import SeriesFit, fit_many, fit_series, log_sign_kept, measured_sections
 from apmt.fit_table import fit_all
 from apmt.ingest import import_profiles
 from apmt.series import fit_points, points
@@ -175,3 +175,17 @@ def test_series_over_two_variables_fitted_together_are_fitted_as_alone() -> None
         alone = fit_series(values, series, ("p", "n", "n/p"))
         assert fit.function == alone.function
         np.testing.assert_allclose(fit.predict(far), alone.predict(far), rtol=1e-9)
+
+
+def test_measured_sections_follow_a_ragged_table() -> None:
+    """Each variable's range at each measured value of the other: a larger size run at fewer
+    P has its own range of P, and P = 16 its own range of sizes; a full grid has none (its
+    box is exact), nor has a table where one variable varies."""
+    p = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 1.0, 2.0, 4.0])
+    size = np.array([1.0] * 5 + [2.0] * 3)
+    sections = measured_sections({"p": p, "size": size})
+    assert sections["p"] == [([1.0], 1.0, 16.0), ([2.0], 1.0, 4.0)]
+    assert ([16.0], 1.0, 1.0) in sections["size"] and ([4.0], 1.0, 2.0) in sections["size"]
+    grid = {"p": np.tile([1.0, 2.0, 4.0], 2), "size": np.repeat([1.0, 2.0], 3)}
+    assert measured_sections(grid) == {}
+    assert measured_sections({"p": p, "size": np.ones(len(p))}) == {}
