@@ -47,6 +47,7 @@ LOG_EXPONENTS = (0, 1, 2)
 EXP_RATES = (-4.0, -2.0, -1.0)   # decaying only: a growing exponential in P explodes
 CAPPED_LOG_ERROR = 3.0
 INTERVAL_LEVEL = 0.90
+Z_INTERVAL = float(stats.norm.ppf(0.5 + INTERVAL_LEVEL / 2))   # its normal quantile
 ONE_SE = 1.0
 FORWARD_WEIGHT = 2.0
 ALTERNATIVES = 4        # plausible shapes averaged with the chosen one, widening its interval
@@ -359,7 +360,7 @@ class SeriesFit:
             low, high = center - half_width, center + half_width
             if self.calibrated:
                 beyond = self.distance(values)
-                noise = _t_quantile(0) * self.sigma
+                noise = Z_INTERVAL * self.sigma
                 half_width = np.maximum(noise, self.beyond(beyond))
                 anchored = np.mean([np.log(np.maximum(_evaluate(h, c, values), TINY))
                                     for h, c in self.anchors], axis=0) if self.anchors else center
@@ -436,10 +437,9 @@ class SeriesFit:
 
 @lru_cache(maxsize=64)
 def _t_quantile(dof: int) -> float:
-    """The two-sided INTERVAL_LEVEL quantile of Student's t with ``dof`` degrees of freedom
-    (0: the normal's); computed once per dof, as scipy's is slow beside a prediction."""
-    level = 0.5 + INTERVAL_LEVEL / 2
-    return float(stats.norm.ppf(level) if dof == 0 else stats.t.ppf(level, dof))
+    """The two-sided INTERVAL_LEVEL quantile of Student's t with ``dof`` degrees of freedom,
+    computed once per dof: scipy's is slow beside a prediction."""
+    return float(stats.t.ppf(0.5 + INTERVAL_LEVEL / 2, dof))
 
 
 def _calibration_of(data: dict) -> dict[str, float]:
@@ -448,7 +448,7 @@ def _calibration_of(data: dict) -> dict[str, float]:
     if "drift_width" in data:
         return {name: data[name] for name in ("noise_width", "drift_width", "step")}
     return {"noise_width": 0.0, "step": 1.0,
-            "drift_width": _t_quantile(0) * data.get("drift", 0.0)}
+            "drift_width": Z_INTERVAL * data.get("drift", 0.0)}
 
 
 def measured_sections(values: dict[str, np.ndarray]) -> dict[str, list[Section]]:

@@ -510,9 +510,8 @@ def modelled_comm(comm: pd.DataFrame | None, operations: list[Operation]
     assembled 0.52 s at P = 4 for a measured 0.64 s."""
     if comm is None:
         return None
-    keys = list(comm_keys(comm))
-    modelled = {tuple(operation.key) for operation in operations}
-    return comm[[tuple(row) in modelled for row in comm[keys].itertuples(index=False)]]
+    keys = pd.MultiIndex.from_frame(comm[list(comm_keys(comm))])
+    return comm[keys.isin([tuple(operation.key) for operation in operations])]
 
 
 def _unaccounted(runs: pd.DataFrame) -> pd.DataFrame:

@@ -38,7 +38,8 @@ def predict(model: Model, targets: pd.DataFrame,
         metric = f"fitted_{entry.metric}" if entry.kernel == APP_KERNEL else entry.metric
         frames.append(_rows(targets, params, entry.kernel, metric, bounds,
                             judge(entry.fit.domain, values, *bounds, used=entry.fit.variables,
-                                  ranges=[entry.fit.measured_range(values)])))
+                                  beyond=trust.distance(entry.fit.measured_range(values),
+                                                        values))))
     nan = np.full(len(values["p"]), np.nan)
     for entry in model.left_out:
         kernel, metric = _left_out_row(entry)
@@ -61,11 +62,11 @@ def _application_rows(model: Model, targets: pd.DataFrame, values: dict,
     """The application's time and its parts, judged on the measured range of the whole model
     (the time as application_trust says)."""
     domain = merged_domain(model.domains())
-    ranges = model.measured_ranges(values)
+    beyond = trust.nearest(model.measured_ranges(values), values)
     terms = list(contributions(model, values, volume_ratios))
     parts = assemble(model, values, volume_ratios, terms)
     frames = [_rows(targets, model.params, APP_KERNEL, TIME_METRIC, parts[TIME_METRIC],
-                    application_trust(model, values, volume_ratios, terms))]
+                    application_trust(model, values, volume_ratios, terms, beyond))]
     if not model.predicts_time():       # no time, no parts of it: not zeros
         nan = np.full(len(values["p"]), np.nan)
         return frames + [_rows(targets, model.params, APP_KERNEL, part, (nan, nan, nan),
@@ -73,32 +74,35 @@ def _application_rows(model: Model, targets: pd.DataFrame, values: dict,
                          for part in PARTS]
     used = model.variables()
     return frames + [_rows(targets, model.params, APP_KERNEL, part, parts[part],
-                           judge(domain, values, *parts[part], used=used, ranges=ranges))
+                           judge(domain, values, *parts[part], used=used, beyond=beyond))
                      for part in PARTS]
 
 
 def application_trust(model: Model, values: dict[str, np.ndarray],
                       volume_ratios: dict[str, float] | None = None,
-                      terms: list[Term] | None = None) -> tuple[list[str], list[str]]:
+                      terms: list[Term] | None = None,
+                      beyond: tuple[np.ndarray, list[str]] | None = None
+                      ) -> tuple[list[str], list[str]]:
     """How far the application time at the points can be trusted (apmt.trust), on the measured
     range of the whole model and by its own interval (which holds its parts' uncertainty);
     also unsupported where a part that carries a tenth of it or more lies beyond the range
     its own fit checked (MAX_FACTOR of its own measured range: an MPI call measured at fewer
-    P than the rest), naming the largest such part. ``terms`` as for assemble."""
+    P than the rest), naming the largest such part. ``terms`` as for assemble; ``beyond``:
+    apmt.trust.nearest of the model's measured ranges at the points, where known."""
     terms = terms if terms is not None else list(contributions(model, values, volume_ratios))
     time = assemble(model, values, volume_ratios, terms)[TIME_METRIC]
-    ranges = model.measured_ranges(values)
+    beyond = beyond if beyond is not None else \
+        trust.nearest(model.measured_ranges(values), values)
     levels, reasons = judge(merged_domain(model.domains()), values, *time,
-                            used=model.variables(), ranges=ranges)
+                            used=model.variables(), beyond=beyond)
     if not model.predicts_time():
         return levels, [NO_TIME] * len(reasons)
     total = time[0]
     largest = np.zeros(len(total))     # the largest unsupported part named so far
-    far = trust.nearest(ranges, values)[0] > MAX_FACTOR
+    far = beyond[0] > MAX_FACTOR
     for source, _, operation, bounds in terms:
         factor, (_, part_reasons) = _judge_part(model, source, operation, values, bounds)
-        beyond = factor > MAX_FACTOR
-        for i in np.flatnonzero(beyond & ~far):
+        for i in np.flatnonzero((factor > MAX_FACTOR) & ~far):
             if bounds[0][i] >= max(MAJOR_SHARE * total[i], largest[i]):
                 levels[i], largest[i] = UNSUPPORTED, bounds[0][i]
                 reasons[i] = (f"{bounds[0][i] / total[i]:.0%} of it is {source}, whose "
@@ -114,7 +118,8 @@ def _judge_part(model: Model, source: str, operation: Operation | None,
     fit = operation.fits["time"] if operation is not None else \
         model.fit_of(source, model.kernel_metric(source))
     domain, ranges = (fit.domain, fit.measured_range(values)) if fit is not None else ({}, {})
-    return trust.distance(ranges, values)[0], judge(domain, values, *bounds, ranges=[ranges])
+    beyond = trust.distance(ranges, values)
+    return beyond[0], judge(domain, values, *bounds, beyond=beyond)
 
 
 def _memory_rows(model: Model, targets: pd.DataFrame, values: dict) -> list[pd.DataFrame]:

@@ -67,13 +67,14 @@ def distance(domain: dict[str, tuple], values: dict[str, np.ndarray]
 
 def judge(domain: dict[str, tuple[float, float]], values: dict[str, np.ndarray],
           predicted: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-          used: set[str] = frozenset(), ranges: list[dict[str, tuple]] | None = None
+          used: set[str] = frozenset(), beyond: tuple[np.ndarray, list[str]] | None = None
           ) -> tuple[list[str], list[str]]:
     """The trust level and its reason (one short sentence) of each prediction; ``used``:
     the variables the prediction's functions depend on (apmt.fit.SeriesFit.variables);
-    ``ranges``: where measured, if not the box of ``domain``: the measured ranges at each
-    point (apmt.fit.SeriesFit.measured_range) of the fits the prediction comes from."""
-    factor, where = nearest(ranges if ranges is not None else [domain], values)
+    ``beyond``: how far beyond where it was measured each point lies, if not beyond the box
+    of ``domain`` (distance or nearest of the measured ranges through the points,
+    apmt.fit.SeriesFit.measured_range)."""
+    factor, where = beyond if beyond is not None else distance(domain, values)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         width = np.asarray(upper, float) / np.asarray(lower, float)
     levels, reasons = [], []
