@@ -152,11 +152,13 @@ def series_data(points: pd.DataFrame, params: list[str], source: str,
     data, left_out = {}, {}
     for key, rows in points.groupby(list(keys), sort=True):
         key = tuple(np.atleast_1d(key))
-        primary, variables = fit_plan(rows, params, per_rank_params, work)
-        strata_by = tuple(c for c in ["p", *params] if c != primary and rows[c].nunique() > 1)
-        one_value = rows.assign(**{c: rows[c].iloc[0] for c in strata_by})
-        series = SeriesData({c: rows[c].to_numpy(float) for c in ["p", *params]},
-                            rows[value].to_numpy(float), variables, primary, strata_by=strata_by,
+        columns = {c: rows[c].to_numpy(float) for c in ["p", *params]}
+        primary, variables = fit_plan(columns, params, per_rank_params, work)
+        strata_by = tuple(c for c in ["p", *params]
+                          if c != primary and np.ptp(columns[c]) > 0)
+        one_value = {**columns, **{c: np.full(len(rows), columns[c][0]) for c in strata_by}}
+        series = SeriesData(columns, rows[value].to_numpy(float), variables, primary,
+                            strata_by=strata_by,
                             alone=fit_plan(one_value, params, per_rank_params, work)[1])
         if len(series.levels) < MIN_DISTINCT_P or not np.all(series.y > 0):
             try:      # the reason in words (apmt.series), for what the quick test doubts
@@ -355,7 +357,8 @@ def _bend_backtests(series: list[SeriesData]) -> np.ndarray:
     errors = np.full(len(series), np.nan)
     groups: dict[tuple, list[int]] = {}
     for index, one in enumerate(series):
-        signature = (one.primary, *((name, v.tobytes()) for name, v in one.values.items()))
+        signature = (one.primary, one.variables,
+                     *((name, v.tobytes()) for name, v in one.values.items()))
         groups.setdefault(signature, []).append(index)
     for members in groups.values():
         errors[members] = _bend_group([series[i] for i in members])
@@ -368,9 +371,9 @@ def _bend_group(group: list[SeriesData]) -> np.ndarray:
     x = first.values[first.primary]
     others = [v for name, v in first.values.items() if name != first.primary]
     train = np.flatnonzero(x < first.levels[-1])
-    if any(np.ptp(v) > 0 for v in others) or len(train) < 3:
-        return np.array([_backtest_error(one, None) for one in group])
     y = np.array([one.y for one in group])
+    if any(np.ptp(v) > 0 for v in others) or len(train) < 3:
+        return _power_law_backtests(first, y)
 
     def columns(exponents: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return (x[rows][None, :] ** exponents[:, :1])[..., None]
@@ -388,8 +391,25 @@ def _bend_group(group: list[SeriesData]) -> np.ndarray:
         error = np.mean(np.abs(np.log(predicted / y[:, last])), axis=1)
     error[~np.isfinite(exponents)] = np.nan
     missing = ~np.isfinite(error)
-    error[missing] = [_backtest_error(group[i], None) for i in np.flatnonzero(missing)]
+    error[missing] = _power_law_backtests(first, y[missing])
     return error
+
+
+def _power_law_backtests(first: SeriesData, y: np.ndarray) -> np.ndarray:
+    """_backtest_error by the power law (power_law_forecast) of series measured at the same
+    points as ``first``, with values ``y`` (S, n): one least squares for all of them."""
+    last = first.values[first.primary] == first.levels[-1]
+    if len(first.levels) < 3 or not len(y):
+        return np.full(len(y), np.nan)
+    before = {k: v[~last] for k, v in first.values.items()}
+    hypothesis = power_law(first.variables, before)
+    coefficients = np.linalg.lstsq(hypothesis.design(before), np.log(y[:, ~last]).T,
+                                   rcond=None)[0]
+    target = {k: v[last] for k, v in first.values.items()}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        predicted = np.exp(hypothesis.design(target) @ coefficients).T        # (S, last)
+        error = np.abs(np.log(predicted / y[:, last]))
+    return np.where(np.isfinite(error).all(axis=1), error.mean(axis=1), np.nan)
 
 
 def _backtest_error(series: SeriesData, fit: SeriesFit | str | None,

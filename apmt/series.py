@@ -12,7 +12,7 @@ paper 000, 4.2). When P is the same in every run, the first varying parameter ta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -53,16 +53,17 @@ def points(table: pd.DataFrame, params: list[str], keys: tuple[str, ...] = ("ker
     return grouped.agg(**{value: "mean", "reps": "count"})
 
 
-def fit_plan(rows: pd.DataFrame, params: list[str],
+def fit_plan(rows: pd.DataFrame | Mapping[str, np.ndarray], params: list[str],
              per_rank_params: frozenset[str] = frozenset(),
              work: str | None = None) -> tuple[str, tuple[str, ...]]:
-    """The primary variable (the one to extrapolate in) and the variables to try. A study's
-    work expression (apmt.work) takes the place of every ``size/p`` where it varies."""
-    varying = [param for param in params if rows[param].nunique() > 1]
+    """The primary variable (the one to extrapolate in) and the variables to try, from a
+    series' points (a table, or its columns as arrays). A study's work expression (apmt.work)
+    takes the place of every ``size/p`` where it varies."""
+    varying = [param for param in params if _distinct(rows, param) > 1]
     totals = [param for param in params if param not in per_rank_params]
     if work is not None:
         return _work_plan(rows, params, varying, work)
-    if rows["p"].nunique() == 1 and varying:
+    if _distinct(rows, "p") == 1 and varying:
         return varying[0], tuple(varying)
     per_rank = [f"{param}{PER_RANK_SUFFIX}" for param in totals]
     if not varying and per_rank:
@@ -71,14 +72,18 @@ def fit_plan(rows: pd.DataFrame, params: list[str],
     return "p", ("p", *varying, *varying_per_rank)
 
 
-def _work_plan(rows: pd.DataFrame, params: list[str], varying: list[str],
-               work: str) -> tuple[str, tuple[str, ...]]:
+def _distinct(rows: pd.DataFrame | Mapping[str, np.ndarray], name: str) -> int:
+    return len(np.unique(np.asarray(rows[name])))
+
+
+def _work_plan(rows: pd.DataFrame | Mapping[str, np.ndarray], params: list[str],
+               varying: list[str], work: str) -> tuple[str, tuple[str, ...]]:
     """fit_plan with a work expression: P (or the first varying parameter where P is fixed)
     and the varying parameters, then the work per rank; the work alone where nothing else
     varies, as ``size/p`` is; left out where it is the same at every point."""
-    values = evaluate_work(work, {c: rows[c].to_numpy(float) for c in ["p", *params]})
+    values = evaluate_work(work, {c: np.asarray(rows[c], float) for c in ["p", *params]})
     moves = bool(np.ptp(values) > 0) and work not in ("p", *varying)
-    if rows["p"].nunique() == 1 and varying:
+    if _distinct(rows, "p") == 1 and varying:
         return varying[0], (*varying, *((work,) if moves else ()))
     if not varying:
         return "p", (work,) if moves else ("p",)

@@ -24,6 +24,7 @@ from apmt.fit import (
 from apmt.fit_table import (
     REGIME_GAIN,
     SeriesData,
+    _bend_backtests,
     classic_forecast,
     fit_all,
     fit_table,
@@ -380,3 +381,22 @@ def test_real_npb_three_p_intervals_are_as_wide_as_the_model_errs(measured_data:
               if key in fitted.fits for _, lower, upper in [fitted.fits[key].predict(
                   {c: rows[c].to_numpy(float) for c in ("p", "grid")})]]
     assert judged > 150 and inside >= 0.85 and np.median(widths) < 15
+
+
+def test_regime_backtests_of_series_over_two_variables(measured_data: Path) -> None:
+    """The regime detector's backtests of series over P and a size (the power law through
+    the smaller P, as for one series alone) are fitted at once for series that share their
+    points; on LAMMPS at two sizes each series' error is the one it gets alone."""
+    sizes = [read_table(measured_data / f"lammps/{name}/measurements.csv", "measurements")
+             for name in ("p1-32", "lj-size0.8-p1-32")]
+    table = pd.concat(sizes, ignore_index=True)
+    data, _ = series_data(points(table[table["p"] <= 8], ["size"]), ["size"], "test")
+    series = [one for one in data.values() if len(one.strata_by) == 1]
+    together = _bend_backtests(series)
+    alone = np.array([_bend_backtests([one])[0] for one in series])
+    assert len(series) > 100 and np.isfinite(together).mean() > 0.9
+    np.testing.assert_allclose(together, alone, rtol=1e-6, atol=1e-9)
+    last = series[0].values["p"] == 8
+    by_hand = power_law_forecast(series[0].where(~last), {k: v[last] for k, v in
+                                                          series[0].values.items()})
+    assert together[0] == pytest.approx(np.mean(np.abs(np.log(by_hand / series[0].y[last]))))
