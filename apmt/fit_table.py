@@ -402,12 +402,9 @@ def _power_law_backtests(first: SeriesData, y: np.ndarray) -> np.ndarray:
     if len(first.levels) < 3 or not len(y):
         return np.full(len(y), np.nan)
     before = {k: v[~last] for k, v in first.values.items()}
-    hypothesis = power_law(first.variables, before)
-    coefficients = np.linalg.lstsq(hypothesis.design(before), np.log(y[:, ~last]).T,
-                                   rcond=None)[0]
     target = {k: v[last] for k, v in first.values.items()}
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        predicted = np.exp(hypothesis.design(target) @ coefficients).T        # (S, last)
+        predicted = _power_law_through(first.variables, before, y[:, ~last].T, target).T
         error = np.abs(np.log(predicted / y[:, last]))
     return np.where(np.isfinite(error).all(axis=1), error.mean(axis=1), np.nan)
 
@@ -434,9 +431,15 @@ def _backtest_error(series: SeriesData, fit: SeriesFit | str | None,
 def power_law_forecast(series: SeriesData, target: dict[str, np.ndarray]) -> np.ndarray:
     """The naive power law (apmt.fit.power_law) through the series' points, at the target:
     least squares in logs, exact where there are as many points as coefficients."""
-    hypothesis = power_law(series.variables, series.values)
-    design = hypothesis.design(series.values)
-    coefficients = np.linalg.lstsq(design, np.log(series.y), rcond=None)[0]
+    return _power_law_through(series.variables, series.values, series.y, target)
+
+
+def _power_law_through(variables: tuple[str, ...], values: dict[str, np.ndarray],
+                       y: np.ndarray, target: dict[str, np.ndarray]) -> np.ndarray:
+    """power_law_forecast of the values ``y`` at ``values``: (n,) for one series, or (n, S)
+    for S series measured there, fitted at once (one least squares, S right-hand sides)."""
+    hypothesis = power_law(variables, values)
+    coefficients = np.linalg.lstsq(hypothesis.design(values), np.log(y), rcond=None)[0]
     return np.exp(hypothesis.design(target) @ coefficients)
 
 
