@@ -697,7 +697,8 @@ def _held_out_residuals(weighted: np.ndarray, inverse_gram: np.ndarray,
 
 
 def _fit_group(hypotheses: list[list[Hypothesis]], design: np.ndarray, extended: np.ndarray,
-               y: np.ndarray, folds: list[Fold]) -> list[_Batch]:
+               y: np.ndarray, folds: list[Fold], exponent_limit: float = MAX_LOG_EXPONENT
+               ) -> list[_Batch]:
     """Fit hypotheses of one form and size to S series at once: ``hypotheses[s]`` are series
     s's (the same list for all, or one estimated shape each), ``design`` (S or 1, H, n, k) their
     designs at the points and ``extended`` (S or 1, H, m, k) where users extrapolate, ``y``
@@ -724,7 +725,8 @@ def _fit_group(hypotheses: list[list[Hypothesis]], design: np.ndarray, extended:
         fitted = np.exp(np.log(y)[:, None, :] - residual.reshape(series, count, n)) \
             if loglinear else y[:, None, :] * (1.0 - residual.reshape(series, count, n))
         shape_ok = _shape_ok(np.broadcast_to(extended, (series, *extended.shape[1:]))
-                             .reshape(-1, *extended.shape[2:]), coefficients, loglinear)
+                             .reshape(-1, *extended.shape[2:]), coefficients, loglinear,
+                             exponent_limit)
     errors = _impute_undetermined(errors)
     errors[~np.isfinite(coefficients).all(axis=1)] = CAPPED_LOG_ERROR
     signed = np.where(np.isfinite(signed), np.clip(signed, -CAPPED_LOG_ERROR, CAPPED_LOG_ERROR),
@@ -736,13 +738,15 @@ def _fit_group(hypotheses: list[list[Hypothesis]], design: np.ndarray, extended:
             for s in range(series)]
 
 
-def _shape_ok(extended: np.ndarray, coefficients: np.ndarray, loglinear: bool) -> np.ndarray:
-    """Hypotheses that stay positive and finite, with sane exponents, up to 100x the
-    training range (``extended``: (B, m, k) designs there)."""
+def _shape_ok(extended: np.ndarray, coefficients: np.ndarray, loglinear: bool,
+              exponent_limit: float) -> np.ndarray:
+    """Hypotheses that stay positive and finite, with exponents of a power law within
+    ``exponent_limit``, up to 100x the training range (``extended``: (B, m, k) designs
+    there)."""
     linear = np.einsum("bmk,bk->bm", extended, coefficients)
     ok = np.isfinite(linear).all(axis=1)
     if loglinear:
-        return ok & (np.abs(coefficients[:, 1:]) <= MAX_LOG_EXPONENT).all(axis=1)
+        return ok & (np.abs(coefficients[:, 1:]) <= exponent_limit).all(axis=1)
     return ok & (linear > 0).all(axis=1)
 
 
@@ -825,7 +829,9 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
     mean errs less than either one guessed. A shape theory prefers still comes first.
     ``summary``: only the power law in every variable competes (with a shape theory
     prefers), whatever the values: a function that only summarises a series that others
-    predict (apmt.fit_table), in all its variables.
+    predict (apmt.fit_table), in all its variables. Its exponents are not bounded: it is
+    not extrapolated, and what grows like size^5 is summarised as that (bounded, LAMMPS' 25
+    such series were searched over shapes of both variables, a third of the fitting time).
     """
     y = np.atleast_2d(np.asarray(y, float))
     variables = variables or tuple(values)
@@ -840,10 +846,11 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
         classic = (power_law(variables, values),) if summary else \
             (power_law(variables, values), linear_law(variables))
         hypotheses = (*classic, *(h for h in hypotheses if preferred(h)))
+    limit = np.inf if summary else MAX_LOG_EXPONENT
     batches: list[list[_Batch]] = [[] for _ in y]
     for group, design, extended in _design_groups(hypotheses, values, primary):
         for found, batch in zip(batches, _fit_group([group], design[None], extended[None], y,
-                                                    folds), strict=True):
+                                                    folds, limit), strict=True):
             found.append(batch)
     if shaped and len(variables) > 1 and primary in variables:
         same_pairs: dict[tuple[Hypothesis, ...], list[int]] = {}

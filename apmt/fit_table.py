@@ -199,7 +199,8 @@ def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFi
         (("backtest", key), _before_last(units[key])) for key in sampled
         if len(units[key].levels) > 3]
     outcomes = dict(_fit_many(work, jobs))
-    # a summary the power law cannot give (a power over 3 in the size) is searched for
+    # a summary the power law cannot give (no fold within a factor of 20: NPB BT's
+    # copy_faces_, which misses no cache line at P = 1) is searched for
     unsummarised = [(key, replace(cut[key], summary=False)) for key in cut
                     if cut[key].summary and isinstance(outcomes[key], str)]
     outcomes.update(_fit_many(unsummarised, jobs))
