@@ -269,7 +269,10 @@ def _add_model_options(sub: argparse.ArgumentParser) -> None:
                      help="share of the cost above which a kernel is key (default 0.05)")
     sub.add_argument("--kernel", dest="interest", action="append", default=[], metavar="NAME",
                      help="a kernel of interest: key whatever its share (repeatable)")
-    sub.add_argument("--scaling", choices=("strong", "weak"), default="strong")
+    sub.add_argument("--scaling", choices=("strong", "weak"),
+                     help="strong (a fixed problem over more ranks) or weak (the work per rank "
+                          "stays); default: weak where a parameter is per rank "
+                          "(--per-rank-param), else strong")
     sub.add_argument("--call-path-values", choices=("inclusive", "exclusive"),
                      help="what a call path's value holds (a/b, a->b): its children's too, or "
                           "only its own (default: as apmt import recorded beside the table, "

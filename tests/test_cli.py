@@ -72,6 +72,7 @@ def test_fit_saves_model_with_provenance(relearn: SimpleNamespace) -> None:
     assert "  Simulation loop: time = " in run.out
     model = load_model(relearn.model)
     assert model.params == ["n"] and model.per_rank_params == ["n"]
+    assert model.scaling == "weak"      # a per-rank parameter, no --scaling: weak scaling
     assert model.app_kernel == "main()"
     provenance = model.provenance
     assert provenance["p_values"] == RELEARN_P
@@ -252,6 +253,7 @@ def test_param_options_extend() -> None:
                                       "--per-rank-param", "n", "-o", "m.json"])
     assert args.params == ["n", "m", "k"] and args.per_rank_params == ["n"]
     assert build_parser().parse_args(["fit", "t.csv", "-o", "m.json"]).params is None
+    assert build_parser().parse_args(["fit", "t.csv", "-o", "m.json"]).scaling is None
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pyarrow") is not None, reason="pyarrow present")

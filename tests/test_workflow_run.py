@@ -204,6 +204,9 @@ def test_the_diagnosis_is_in_the_results_as_text_and_html(batch) -> None:
     assert "relax" in text and "relax" in page
     # the runs beyond the 2 cores are named as oversubscribed, where the imbalance is judged
     assert "oversubscribed the cores" in text
+    # RELeARN's neurons are per rank (per_rank_params, no scaling given): weak scaling
+    imported = (folder / "results/relearn/diagnosis.txt").read_text()
+    assert "== Weak scaling " in imported and "== Strong scaling " not in imported
 
 
 def test_the_artifact_rebuilds_identically_from_the_stored_runs_alone(batch, ring: Path
