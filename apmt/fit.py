@@ -28,10 +28,11 @@ backtests could check only the classic laws, holding their forecast as well (_cl
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 from scipy import stats
@@ -118,7 +119,7 @@ class Term:
         if self.kind in ("exp", "lnlog"):
             return 3
         plain = 0 if self.exponent in (0, 1, -1) else 1 if self.exponent in (0.5, -0.5, 2) else 2
-        return plain + int(np.ceil(self.log_exponent))
+        return plain + math.ceil(self.log_exponent)
 
     def to_dict(self) -> dict:
         return {"variable": self.variable, "kind": self.kind, "exponent": self.exponent,
@@ -180,8 +181,10 @@ class Hypothesis:
     def n_coefficients(self) -> int:
         return 1 + len(self.bases) + self.estimated
 
-    @property
+    @cached_property
     def complexity(self) -> int:
+        """How unusual the shape is (its terms', and one per basis beyond the first): the
+        one-SE rule sorts hundreds of shapes by it per series, so it is computed once."""
         return sum(t.complexity for basis in self.bases for t in basis) + len(self.bases) - 1
 
     def design(self, values: dict[str, np.ndarray]) -> np.ndarray:
@@ -345,8 +348,9 @@ class SeriesFit:
         # far beyond the data (n = 1e300) values overflow: inf and NaN are the answer there,
         # which apmt.trust calls no finite prediction
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            chosen = np.maximum(_evaluate(self.hypothesis, self.coefficients, values), TINY)
             design = self.hypothesis.design(values)
+            chosen = np.maximum(_evaluate(self.hypothesis, self.coefficients, values, design),
+                                TINY)
             if self.hypothesis.form == "linear":
                 design = design / chosen[:, None]
             leverage = np.einsum("ik,kl,il->i", design, self.inverse_gram, design)
@@ -520,8 +524,9 @@ def _log_combination(weights: np.ndarray, own: list[tuple[np.ndarray, ...]]
 
 
 def _evaluate(hypothesis: Hypothesis, coefficients: np.ndarray,
-              values: dict[str, np.ndarray]) -> np.ndarray:
-    result = hypothesis.design(values) @ coefficients
+              values: dict[str, np.ndarray], design: np.ndarray | None = None) -> np.ndarray:
+    """The hypothesis's values at the points (``design``: its design there, if known)."""
+    result = (hypothesis.design(values) if design is None else design) @ coefficients
     return np.exp(np.minimum(result, 700.0)) if hypothesis.form == "loglinear" else result
 
 
@@ -870,6 +875,10 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
             found += estimated
     fits = [_chosen(found, series, values, folds, primary, preferred)
             for found, series in zip(batches, y, strict=True)]
+    sections = measured_sections(values)     # the series share their points: once for all
+    for fit in fits:
+        if isinstance(fit, SeriesFit):
+            fit.sections = sections
     if shaped and levels == SHAPE_LEVELS:
         for fit, anchors in zip(fits, _classic_fits(values, y, variables, primary, folds),
                                 strict=True):
@@ -1174,7 +1183,7 @@ def _summarise(batch: _Batch, index: int, y: np.ndarray, values: dict[str, np.nd
         hypothesis=hypothesis, coefficients=batch.coefficients[index],
         inverse_gram=batch.inverse_gram[index], sigma=sigma, dof=dof, r2=float(r2),
         adj_r2=float(adj_r2), loo_error=float(np.expm1(errors @ weights / weights.sum())),
-        n_points=n, domain=domain, sections=measured_sections(values), alternatives=alternatives,
+        n_points=n, domain=domain, alternatives=alternatives,
         misfit=float(np.exp(misses[worst])),
         misfit_at={v: float(values[v][worst]) for v in values if domain[v][0] < domain[v][1]},
         fold_bias={fold.label: float(value) for fold, value in
