@@ -834,9 +834,10 @@ def fit_many(values: dict[str, np.ndarray], y: np.ndarray,
     mean errs less than either one guessed. A shape theory prefers still comes first.
     ``summary``: only the power law in every variable competes (with a shape theory
     prefers), whatever the values: a function that only summarises a series that others
-    predict (apmt.fit_table), in all its variables. Its exponents are not bounded: it is
-    not extrapolated, and what grows like size^5 is summarised as that (bounded, LAMMPS' 25
-    such series were searched over shapes of both variables, a third of the fitting time).
+    predict (apmt.fit_table), in all its variables. Its exponents are not bounded, as it is
+    not extrapolated: what grows like size^5 is summarised as that (with the bound, LAMMPS'
+    25 such series went to a search of shapes over both variables, a third of its fitting
+    time).
     """
     y = np.atleast_2d(np.asarray(y, float))
     variables = variables or tuple(values)
