@@ -282,14 +282,14 @@ class Model:
         return self.error_correlation.get("rho", 0.0)
 
     def describe(self, path: str | Path) -> str:
-        """Short summary: mode, kernel classes, fits, notes and the key kernels' time
-        functions."""
+        """Short summary: mode, scaling (the kernels' classes depend on it), kernel classes,
+        fits, notes and the key kernels' time functions."""
         counts = pd.Series([row["class"] for row in self.kernels], dtype=object).value_counts()
         order = [*CLASS_ORDER, *sorted(set(counts.index) - set(CLASS_ORDER))]
         classes = ", ".join(f"{name} {counts[name]}" for name in order if name in counts)
         fitted = len(self.series) + len(self.communication)
-        lines = [f"{path}: {self.mode} mode, {len(self.kernels)} kernels ({classes}), "
-                 f"{fitted} series fitted"]
+        lines = [f"{path}: {self.mode} mode, {self.scaling} scaling, {len(self.kernels)} kernels "
+                 f"({classes}), {fitted} series fitted"]
         lines += [f"note: {note}" for note in self.notes]
         lines += [f"work per rank: {self.work}"] if self.work else []
         for row in self.kernels_of("key"):

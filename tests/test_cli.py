@@ -67,7 +67,7 @@ def test_outputs_get_the_usual_file_mode(relearn: SimpleNamespace) -> None:
 def test_fit_saves_model_with_provenance(relearn: SimpleNamespace) -> None:
     run = relearn.runs["fit"]
     assert run.code == 0, run.err
-    assert "time mode" in run.out and "13 series fitted" in run.out
+    assert "time mode, weak scaling, 13 kernels" in run.out and "13 series fitted" in run.out
     assert "application main(): time = " in run.out
     assert "  Simulation loop: time = " in run.out
     model = load_model(relearn.model)
