@@ -2,8 +2,10 @@
 
 The split holds out given points (``p=max`` by default: the largest P), fits every series on
 the rest with every method, and records each held-out point's absolute percentage error. For a
-communication table the series are the operations' time per call (their time per rank when
-the volume per call is not known).
+communication table the series are the operations' time per rank, the amounts the model sums
+into its communication time: apmt answers with the model's MPI operations (apmt.comm: calls,
+volume and the Hockney or LogGP time, fitted from the raw table's runs), the baselines with
+their formulas fitted to the same per-rank times.
 
 The output is the ``evaluation`` table documented in apmt.tables.
 """
@@ -20,9 +22,10 @@ from apmt.comm import comm_keys, comm_points
 from apmt.display import seconds
 from apmt.errors import ApmtError
 from apmt.model import Model, build_model, measured_parts
-from apmt.modelers import KEYS, MODELERS, baseline
+from apmt.modelers import KEYS, MODELERS, baseline, operations_predict
 from apmt.predict import predicted_parts
 from apmt.series import MIN_DISTINCT_P, point_values, points
+from apmt.tables import TIME_METRIC
 
 
 def parse_holdout(spec: str, table: pd.DataFrame) -> dict[str, list[float]]:
@@ -56,15 +59,17 @@ def split(table: pd.DataFrame, holdout: dict[str, list[float]]) -> tuple[pd.Data
 
 
 def series_points(table: pd.DataFrame, kind: str, params: list[str]) -> pd.DataFrame:
-    """Points with columns kernel, metric, p, params, value, reps for either kind of table."""
+    """Points with columns kernel, metric, p, params, value, reps for either kind of table;
+    of a communication table, each operation's time per rank (metric time, kernel the
+    operation's name as the model's: apmt.comm.Operation.name) where it took time, as the
+    model fits it (apmt.comm.fit_operations)."""
     if kind == "measurements":
         return points(table, params)
     comm = comm_points(table, params)
+    comm = comm[comm["time"] > 0]
     keys = list(comm_keys(table))
-    comm["kernel"] = comm[keys].astype(str).agg("/".join, axis=1)
-    per_call = comm["calls"].gt(0).all()
-    comm["metric"] = "time_per_call" if per_call else "time"
-    comm["value"] = comm["time"] / comm["calls"] if per_call else comm["time"]
+    comm = comm.assign(kernel=comm[keys].astype(str).agg("/".join, axis=1), metric=TIME_METRIC,
+                       value=comm["time"])
     return comm[[*KEYS, "p", *params, "value", "reps"]]
 
 
@@ -76,10 +81,11 @@ def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
     every series. The baselines that fit here are compared on the series apmt models, each
     series' rows together; an external one (Extra-P) on every series it models, after them."""
     chosen = [baseline(name) for name in baselines]
-    all_points = series_points(table, kind, params)
-    train, test = split(all_points, parse_holdout(holdout, all_points))
+    train_table, test_table = split(table, parse_holdout(holdout, table))
+    train, test = (series_points(part, kind, params) for part in (train_table, test_table))
     arguments = (params, per_rank_params, source, work)
-    ours = MODELERS["apmt"].predict(train, test, *arguments)
+    ours = MODELERS["apmt"].predict(train, test, *arguments) if kind == "measurements" else \
+        operations_predict(train_table, test, params, source)
     modelled = test.merge(ours[KEYS].drop_duplicates(), on=KEYS)
     beside = pd.concat([ours, *(one.predict(train, modelled, *arguments)
                                 for one in chosen if not one.external)], ignore_index=True)

@@ -10,7 +10,9 @@ columns kernel, metric, p, the parameters, method, measured, predicted, lower, u
 90% interval; not a number where the modeler gives none), in the order of the test's series
 (sorted) and, within a series, of its points.
 
-- apmt: apmt.fit_table.fit_all, the model's own per-series fits, with their intervals;
+- apmt: apmt.fit_table.fit_all, the model's own per-series fits, with their intervals; of a
+  communication table, the model's MPI operations (operations_predict: it fits the raw
+  table's runs, as the model does);
 - analytic, amdahl, powerlaw: apmt.baselines' formulas, fitted per series;
 - extrap: Extra-P's default modeler, in its own environment (apmt.extrap_peer); ``external``:
   one run over every series, which evaluate compares on every series it can model.
@@ -26,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from apmt.baselines import amdahl, analytic, powerlaw
+from apmt.comm import fit_operations
 from apmt.errors import ApmtError
 from apmt.fit_table import described, fit_all
 from apmt.series import point_values
@@ -76,6 +79,23 @@ class ApmtModeler:
                       point_values(targets, params)))
                   for key, targets in _series(test) if key in fitted.fits]
         return _joined(frames, test, params, self.name)
+
+
+def operations_predict(train: pd.DataFrame, test: pd.DataFrame, params: list[str],
+                       source: str) -> pd.DataFrame:
+    """apmt's rows for a communication table: the model's MPI operations
+    (apmt.comm.fit_operations) fitted to the training runs ``train`` (a communication table),
+    each predicting its time per rank, with its interval, at the points of ``test`` (its
+    series keyed by the operations' names). The operations the model leaves out, with why,
+    in the log."""
+    operations, left_out, _ = fit_operations(train, params, source)
+    if left_out:
+        log.warning("%s: not evaluated, %d MPI operation(s) the model leaves out: %s", source,
+                    len(left_out), "; ".join(f"{name} {why}" for name, why in left_out))
+    by_name = {operation.name: operation for operation in operations}
+    frames = [rows(targets, params, "apmt", *by_name[name].predict(point_values(targets, params)))
+              for (name, _), targets in _series(test) if name in by_name]
+    return _joined(frames, test, params, "apmt")
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ times do. Several folders are independent realizations of the same pool (the set
 ``_run1``, ``_run2``, ...): timing noise moves which strategy wins a series, so one profile is
 not enough to tell strategies apart.
 
-Protocol, per series (one kernel and metric, fitted as ``apmt evaluate`` fits it): start from
-the 3 smallest values of the series' axis (P; the size x for ``mm_cubeset``, a serial code
+Protocol, per series (one kernel and metric, fitted as apmt fits a measurements table's; an
+MPI operation's series is its time per rank where it took time, apmt.evaluate.series_points):
+start from the 3 smallest values of the series' axis (P; the size x for ``mm_cubeset``, a serial code
 measured at 9 sizes), hold out the largest as the target, and let each strategy add one value
 of the pool in between at a time, refitting on all it added, until the prediction at the
 target is within the tolerance (its worst point over the other parameters) or the pool is used
@@ -218,7 +219,6 @@ def run_set(name: str, table: pd.DataFrame, kind: str, params: list[str],
         series = series[series["kernel"].isin(modelled_kernels(series, params))]
     rows = []
     for key, group in series.groupby(KEYS, sort=True):
-        group = group[group["value"] > 0]   # an operation does not communicate at P = 1
         if group[axis].nunique() < START + 1:
             continue
         pool = group[axis].nunique() - START - 1

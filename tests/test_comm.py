@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from apmt.comm import Operation, comm_points, fit_operations, kind_of
+from apmt.evaluate import evaluate
 from apmt.ingest import import_profiles
 from apmt.model import build_model, load_model, save_model
 from apmt.predict import predict
@@ -185,3 +186,28 @@ def test_a_single_process_does_not_communicate(measured_data: Path) -> None:
     for side in send.predict(values):
         assert side[0] == 0.0 and side[1] > 0.0
     assert Operation.from_dict(send.to_dict()).alone is False
+
+
+def test_a_communication_table_is_evaluated_as_the_model_predicts_it(
+        measured_data: Path) -> None:
+    """apmt evaluate on LAMMPS' MPI operations (fit P <= 8, hold out 16): apmt's rows are the
+    model's operations (calls, volume and Hockney or LogGP time, what the workflow sums into
+    its communication time), each operation's time per rank, and the baselines are fitted to
+    the same per-rank times."""
+    comm = read_table(measured_data / "lammps/p1-32/comm.csv", "communication")
+    comm = comm[comm["p"] <= 16]
+    evaluation = evaluate(comm, "communication", ["size"], "p=16", ["powerlaw"], "lammps")
+    ours = evaluation[evaluation["method"] == "apmt"].set_index("kernel")
+    operations, _, _ = fit_operations(comm[comm["p"] < 16], ["size"], "lammps")
+    assert set(ours.index) == {operation.name for operation in operations}
+    assert set(evaluation["metric"]) == {"time"}
+    measured = comm_points(comm[comm["p"] == 16], ["size"]).set_index("op")["time"]
+    at_16 = {"p": np.array([16.0]), "size": np.array([0.6])}
+    for operation in operations:
+        predicted, lower, upper = (float(v[0]) for v in operation.predict(at_16))
+        row = ours.loc[operation.name]
+        assert row["predicted"] == pytest.approx(predicted, rel=1e-12), operation.name
+        assert (row["lower"], row["upper"]) == pytest.approx((lower, upper), rel=1e-12)
+        assert row["measured"] == pytest.approx(measured[operation.op], rel=1e-12)
+    baseline = evaluation[evaluation["method"] == "powerlaw"]
+    assert sorted(baseline["kernel"]) == sorted(ours.index)
