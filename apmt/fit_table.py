@@ -37,6 +37,7 @@ from scipy import stats
 from apmt import varpro
 from apmt.fit import (
     INTERVAL_LEVEL,
+    MISFIT_NOTED,
     SHAPE_LEVELS,
     Hypothesis,
     SeriesFit,
@@ -59,7 +60,6 @@ BACKTESTS = 256      # series backtested per table at most (evenly spread over i
 MIN_REGIME_SERIES = 3  # a regime is a table's property: not judged from fewer series
 REGIME_FLOOR = 0.005   # median backtest errors below half a percent leave nothing to gain
 REGIME_CHANCE = 0.05   # the sign test's p-value a later start must stay below
-MISFIT_NOTED = 10.0    # a function off by this factor at a measured value is named in a note
 MISFIT_NAMED = 5       # the worst of them by name
 
 

@@ -18,6 +18,7 @@ from apmt.fit import (
     NoPlausibleFit,
     SeriesFit,
     fit_series,
+    linear_law,
     power_law,
     stratum_weights,
 )
@@ -218,6 +219,25 @@ def test_four_p_intervals_hold_the_classic_laws_forecast() -> None:
     inside = calibrated.predict({"p": np.array([3.0])})
     assert inside[2][0] / inside[1][0] == pytest.approx(
         np.exp(2 * np.log(inside[2][0] / inside[0][0])), rel=1e-9)   # symmetric in the data
+
+
+def test_a_law_that_misses_the_series_is_no_anchor() -> None:
+    """NPB MG S's MPI_Allreduce, seconds per call at P = 1..8 on 2 cores: c + a/P through
+    them misses P = 8 by 60x and forecasts 2.4 us at P = 16 (measured: 1,140 us). It anchors
+    nothing (the power law, P^3.2, is beyond the exponents' bound here), and the interval at
+    P = 16 no longer reaches down to its forecast. A law that follows the series within
+    MISFIT_NOTED still anchors (test_four_p_intervals_hold_the_classic_laws_forecast)."""
+    p, y = np.array([1.0, 2.0, 4.0, 8.0]), np.array([1.62e-7, 1.21e-6, 1.43e-5, 1.38e-4])
+    fit = fit_series({"p": p}, y)
+    assert all(h.form != "linear" for h, _ in fit.anchors)
+    linear = linear_law(("p",))        # fitted as apmt fits it: relative errors
+    coefficients = np.linalg.lstsq(linear.design({"p": p}) / y[:, None], np.ones(len(p)),
+                                   rcond=None)[0]
+    assert (linear.design({"p": p}) @ coefficients)[-1] < y[-1] / 10
+    at_16 = {"p": np.array([16.0])}
+    calibrated = SeriesFit.from_dict({**fit.to_dict(), "noise_width": 0.5,
+                                      "drift_width": 0.5, "step": math.log(2.0)})
+    assert calibrated.predict(at_16)[1][0] > 10 * (linear.design(at_16) @ coefficients)[0]
 
 
 def test_real_npb_mg_four_p_are_covered(measured_data: Path) -> None:
