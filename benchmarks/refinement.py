@@ -16,34 +16,33 @@ times do. Several folders are independent realizations of the same pool (the set
 ``_run1``, ``_run2``, ...): timing noise moves which strategy wins a series, so one profile is
 not enough to tell strategies apart.
 
-Protocol, per series (one kernel and metric, fitted as apmt fits a measurements table's; an
-MPI operation's series is its time per rank where it took time, apmt.evaluate.series_points):
-start from the 3 smallest values of the series' axis (P; the size x for ``mm_cubeset``, a serial code
+Protocol, per series (one kernel and metric, fitted as apmt fits a measurements table's; an MPI
+operation's series is its time per rank where it took time, apmt.evaluate.series_points): start
+from the 3 smallest values of the series' axis (P; the size x for ``mm_cubeset``, a serial code
 measured at 9 sizes), hold out the largest as the target, and let each strategy add one value
-of the pool in between at a time, refitting on all it added, until the prediction at the
-target is within the tolerance (its worst point over the other parameters) or the pool is used
-up. The target plays the workflow's validation run (apmt.refine.choose_p validates at the
-largest candidate) and the pool its other candidates, so ``uncertainty`` is apmt's choice of
-the refit run: the widest relative 90% interval of the current fit. Fixed choices:
-``next_doubling`` (nearest to twice the largest measured), ``midpoint`` (nearest to the
-geometric middle of the largest measured and the target) and ``largest`` (the largest left);
-``target_width`` is an active-learning alternative (target_width_after: the value
-whose run, landing one residual sigma above or below the current fit, leaves the narrowest
-expected 90% interval at the target). Only series that need refinement count (the target's
-error above the tolerance before any run). Prints per set and tolerance, and over all sets
-(``all``), per strategy: the series, the pool size, the mean runs added (a series that never
-gets there counts the whole pool), the success rate, the mean runs of those that got there,
-in how many series apmt's choice needed fewer (apmt_fewer) and more (apmt_more) runs, and the
-two-sided sign test of those counts (sign_p: the chance of a split at least as uneven if
-neither needed fewer runs more often).
+of the pool in between at a time, refitting on all it added, until the prediction at the target
+is within the tolerance (its worst point over the other parameters) or the pool is used up. The
+target plays the workflow's validation run (apmt.refine.choose_p validates at the largest
+candidate) and the pool its other candidates, so ``uncertainty`` is apmt's choice of the refit
+run: the widest relative 90% interval of the current fit. Fixed choices: ``next_doubling``
+(nearest to twice the largest measured), ``midpoint`` (nearest to the geometric middle of the
+largest measured and the target) and ``largest`` (the largest left); ``target_width`` is an
+active-learning alternative (target_width_after: the value whose run, landing one residual
+sigma above or below the current fit, leaves the narrowest expected 90% interval at the
+target). Only series that need refinement count (the target's error above the tolerance before
+any run). Prints per set and tolerance, and over all sets (``all``), per strategy: the series,
+the pool size, the mean runs added (a series that never gets there counts the whole pool), the
+success rate, the mean runs of those that got there, in how many series apmt's choice needed
+fewer (apmt_fewer) and more (apmt_more) runs, and the two-sided sign test of those counts
+(sign_p: the chance of a split at least as uneven if neither needed fewer runs more often).
 
 Measured with the intervals calibrated on each series' backtests (apmt.fit_table; 2-core VM;
-the published sets, mm's 9 sizes and the three bundled LAMMPS sets of 10 P, 3 minutes; 172
-series need refining at 10%, 128 at 20%): apmt's choice needs 1.76 and 1.63 runs on average;
-next_doubling 2.40 and 2.14 (apmt fewer in 66 series, more in 7; 39 and 6; sign_p < 0.001),
-midpoint 2.09 and 1.92 (42 and 8; 32 and 5; < 0.001), largest 1.74 and 1.63 (1 and 2; 0 and
+the published sets, mm's 9 sizes and the three bundled LAMMPS sets of 10 P, 2 minutes; 170
+series need refining at 10%, 127 at 20%): apmt's choice needs 1.76 and 1.69 runs on average;
+next_doubling 2.40 and 2.20 (apmt fewer in 67 series, more in 8; 39 and 7; sign_p < 0.001),
+midpoint 2.07 and 1.91 (40 and 8; 30 and 6; < 0.001), largest 1.74 and 1.69 (1 and 2; 0 and
 0): the widest interval is at the largest candidate, so the rule does what "largest" does.
-target_width needs more runs (1.98 and 1.80).
+target_width needs more runs (2.02 and 1.86).
 """
 
 from __future__ import annotations
