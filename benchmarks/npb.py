@@ -1,6 +1,6 @@
 """apmt on the real NAS Parallel Benchmarks: fit on P <= 8, predict P = 16, measure P = 16.
 
-Usage: python benchmarks/npb.py NPB_DIR [--class S] [--benchmarks cg,mg,lu,ft,bt,sp]
+Usage: python benchmarks/npb.py NPB_DIR [--class S] [--benchmarks cg,mg,lu,ft,bt,sp,ep,is]
        [--p 1,2,4,8] [--square-p 1,4,9] [--predict-p 16] [--repetitions 2]
        [--out FOLDER] [--cores 2] [--everything] [--machine NAME_OR_FILE]
 
@@ -13,7 +13,7 @@ in FFLAGS and an existing bin/ folder.
 For each benchmark the script writes a study file derived from the shipped
 config/studies/npb-<name>.yaml (the binary of the class, launcher auto, backend auto: here
 perf cpu-clock sampling and cachegrind's simulated counters), at the fitted P plus the
-predicted one (CG, MG, LU, FT: P = 1, 2, 4, 8 and 16; BT and SP need squares, NPB 3.4
+predicted one (CG, MG, LU, FT, EP, IS: P = 1, 2, 4, 8 and 16; BT and SP need squares, NPB 3.4
 running them elsewhere on the largest square of ranks and leaving the rest idle, and the only
 squares up to 8 are 1 and 4, fewer than the 3 P a fit needs, so they are fitted on 1, 4 and 9),
 and one workflow config holding every benchmark out at ``p=16`` with refinement off. Then it
@@ -54,7 +54,8 @@ from apmt.tables import APP_KERNEL, TIME_METRIC, read_table
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 STUDIES = REPOSITORY / "config" / "studies"
-BENCHMARKS = ("cg", "mg", "lu", "ft", "bt", "sp")
+BENCHMARKS = ("cg", "mg", "lu", "ft", "bt", "sp")   # the default
+KNOWN = (*BENCHMARKS, "ep", "is")      # with a study in config/studies
 SQUARE = frozenset({"bt", "sp"})         # BT and SP run on a square number of ranks
 BASELINE_ORDER = ("powerlaw", "extrap", "amdahl", "analytic")
 INSTRUCTIONS = "instructions"
@@ -192,7 +193,7 @@ def main() -> int:
     parser.add_argument("npb_dir", type=Path, help="a built NPB 3.4 MPI tree (with bin/)")
     parser.add_argument("--class", dest="klass", default="S", help="NPB class (S, W, A, ...)")
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS))
-    parser.add_argument("--p", default="1,2,4,8", help="the fitted P of CG, MG, LU, FT")
+    parser.add_argument("--p", default="1,2,4,8", help="the fitted P of all but BT and SP")
     parser.add_argument("--square-p", default="1,4,9", help="the fitted P of BT and SP")
     parser.add_argument("--predict-p", type=int, default=16)
     parser.add_argument("--repetitions", type=int, default=2)
@@ -206,9 +207,9 @@ def main() -> int:
 
     npb = args.npb_dir.resolve()
     names = [name.strip().lower() for name in args.benchmarks.split(",") if name.strip()]
-    unknown = [name for name in names if name not in BENCHMARKS]
+    unknown = [name for name in names if name not in KNOWN]
     if unknown:
-        parser.error(f"unknown benchmark {unknown[0]!r} (known: {', '.join(BENCHMARKS)})")
+        parser.error(f"unknown benchmark {unknown[0]!r} (known: {', '.join(KNOWN)})")
     folder = (args.out or Path(tempfile.gettempdir()) / f"apmt-npb-{args.klass}").resolve()
     if folder.is_relative_to(npb) or folder.is_relative_to(REPOSITORY):
         parser.error(f"--out {folder}: choose a folder outside NPB_DIR and the repository")
