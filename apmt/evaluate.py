@@ -25,7 +25,7 @@ from apmt.model import Model, build_model, measured_parts
 from apmt.modelers import KEYS, MODELERS, baseline, operations_predict
 from apmt.predict import predicted_parts
 from apmt.series import MIN_DISTINCT_P, point_values, points
-from apmt.tables import TIME_METRIC
+from apmt.tables import APP_KERNEL, TIME_METRIC
 
 
 def parse_holdout(spec: str, table: pd.DataFrame) -> dict[str, list[float]]:
@@ -158,8 +158,6 @@ def validate(table: pd.DataFrame, params: list[str], holdout: str, tolerance: fl
     with why. ``refine_model`` changes the model before it is compared (a refinement round's
     accepted lower-frequency solution).
     """
-    from apmt.tables import APP_KERNEL
-
     holdout_points = parse_holdout(holdout, table)
     train, test = split(table, holdout_points)
     if train["p"].nunique() < MIN_DISTINCT_P:
@@ -203,8 +201,6 @@ def with_validation(evaluation: pd.DataFrame, validation: pd.DataFrame) -> pd.Da
     for the application time is the assembled one, so its own fit of a measured ``<app>``
     kernel's time becomes metric ``fitted_time`` (as in the predictions), and each method
     has one ``<app>``/time row per point."""
-    from apmt.tables import APP_KERNEL, TIME_METRIC
-
     fitted = (evaluation["kernel"] == APP_KERNEL) & (evaluation["metric"] == TIME_METRIC) & \
         (evaluation["method"] == "apmt") & (validation["metric"] == TIME_METRIC).any()
     evaluation = evaluation.assign(metric=evaluation["metric"].mask(fitted, "fitted_time"))
