@@ -271,7 +271,8 @@ class SeriesFit:
         parameter measured at several values, between and beyond them at each point a power
         law in it through the two nearest values' fits: linear in the logs, with the
         interval's ends combined by the same weights (beyond, the nearer value weighs more
-        than 1 and the other less than 0, so the interval widens with the distance). Over
+        than 1 and the other less than 0, so the interval widens with the distance) and
+        widened beyond them by the table's drift (``_drifted``). Over
         several parameters, from the function of them all (``predict_joint``) times the
         strata's ratios to it, interpolated in the parameters' logs."""
         names = sorted({name for at, _ in self.strata for name in at})
@@ -284,7 +285,7 @@ class SeriesFit:
                  for at, _ in self.strata]
         own = [fit.predict(points) for (_, fit), points in zip(self.strata, there, strict=True)]
         if len(names) == 1 and len(self.strata) > 1:
-            bounds = _log_combination(weights, own)
+            bounds = self._drifted(_log_combination(weights, own), names[0], values)
         else:
             bounds = self._shifted(values, weights, there, own)
         for (at, _), piece in zip(self.strata, own, strict=True):
@@ -293,6 +294,22 @@ class SeriesFit:
             for whole, part in zip(bounds, piece, strict=True):
                 whole[rows] = part[rows]
         return bounds
+
+    def _drifted(self, bounds: tuple[np.ndarray, ...], name: str,
+                 values: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The strata's line beyond their measured values of ``name`` widened by the table's
+        calibrated drift for that distance, as the function of all parameters would be
+        (``beyond``): the line's slope between two sizes is an estimate too."""
+        measured = sorted(at[name] for at, _ in self.strata)
+        if not self.calibrated or measured[0] <= 0:      # no log distance to a size of 0
+            return bounds
+        distance = outside({name: (measured[0], measured[-1])}, values)[name]
+        step = np.log(np.where(distance > 0, measured[-1] / measured[-2],
+                               measured[1] / measured[0]))
+        center, low, high = bounds
+        with np.errstate(over="ignore", invalid="ignore"):   # far out (n = 1e300): inf or
+            widening = np.exp(self.drift_width * np.abs(distance) / step)   # NaN, as beyond
+            return center, low / widening, high * widening
 
     def _shifted(self, values: dict[str, np.ndarray], weights: np.ndarray,
                  there: list[dict[str, np.ndarray]], own: list[tuple[np.ndarray, ...]]

@@ -251,7 +251,7 @@ def strata(series: SeriesData) -> list[tuple[tuple[tuple[str, float], ...], Seri
     too, through a power law in the size at each P (apmt.fit.SeriesFit.predict): class A
     from S and W erred by 19.2% (CG) and 12.8% (MG), where the joint function times the
     nearest class's ratio to it erred by 22.3% and 12.6% (and its intervals held 65% on CG,
-    now 78%)."""
+    now 79%)."""
     if not series.strata_by:
         return []
     columns = np.column_stack([series.values[name] for name in series.strata_by])

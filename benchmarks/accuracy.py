@@ -29,7 +29,8 @@ law's 8.9% (Amdahl 12.2%, Extra-P 38.8%; 427 points, 97% inside the intervals, m
 1.78); per class 4.8, 4.3, 3.5% against 6.0, 10.4, 8.4%; their MPI operations 20.6, 46.9, 72.3%
 against the best other's 24.4, 31.8, 32.7%; class A from S and W 5.8% against 6.7%, but only
 71% inside the intervals (half of the misses err by less than 2.2%: counts exact in the keys,
-whose intervals from the two classes' exact fits are narrower still). P x problem size
+whose intervals from the two classes' exact fits spanned nothing); widened since beyond the
+sizes by the table's drift (apmt.fit.SeriesFit._drifted), 87%. P x problem size
 (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16 of each, and class
 A of CG, MG and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes 0.6, 0.8 (P <= 8) and
 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two. They hold other sets' points

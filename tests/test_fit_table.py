@@ -441,3 +441,24 @@ def test_regime_backtests_of_series_over_two_variables(measured_data: Path) -> N
     by_hand = power_law_forecast(series[0].where(~last), {k: v[last] for k, v in
                                                           series[0].values.items()})
     assert together[0] == pytest.approx(np.mean(np.abs(np.log(by_hand / series[0].y[last]))))
+
+
+def test_real_npb_is_class_a_from_s_and_w_intervals_widen_beyond_the_sizes(
+        measured_data: Path) -> None:
+    """NPB IS class A (2^23 keys) from S and W (2^16, 2^20): the two classes' line in log
+    keys is a slope from two points, as uncertain as a forecast in P. Combined from the
+    classes' exact fits alone, the intervals of counts exact in the keys spanned nothing
+    (upper/lower 1.0000) and held 71% of class A's values; widened by the table's drift for
+    the distance, in steps of the keys' own last step, 87%."""
+    table = pd.concat([read_table(measured_data / f"npb/is-{c}/measurements.csv",
+                                  "measurements") for c in "SWA"])
+    series = points(table, ["keys"])
+    largest = series["keys"].max()
+    fitted = fit_all(series[series["keys"] < largest], ["keys"], "npb is")
+    inside, judged = coverage(fitted.fits, series[series["keys"] == largest], ["keys"])
+    assert judged > 550 and inside >= 0.8
+    fit = fitted.fits[("randlc", "instructions")]
+    at = {"p": np.array([4.0]), "keys": np.array([largest])}
+    _, lower, upper = fit.predict(at)
+    steps = np.log(largest / 2.0 ** 20) / np.log(2.0 ** 20 / 2.0 ** 16)
+    assert np.log(upper / lower)[0] >= 2 * fit.drift_width * steps > 0
