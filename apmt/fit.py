@@ -321,7 +321,8 @@ class SeriesFit:
         for points, piece in zip(there, own, strict=True):
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.log(piece[0] / self.predict_joint(points)[0])
-            ratios.append(np.where(np.isfinite(ratio), ratio, 0.0))
+            speaking = np.isfinite(ratio) & (piece[0] > TINY)   # as in _log_combination
+            ratios.append(np.where(speaking, ratio, 0.0))
         shift = np.exp(np.sum(weights * np.array(ratios), axis=0))
         return tuple(whole * shift for whole in self.predict_joint(values))
 
@@ -367,25 +368,30 @@ class SeriesFit:
         # which apmt.trust calls no finite prediction
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             design = self.hypothesis.design(values)
-            chosen = np.maximum(_evaluate(self.hypothesis, self.coefficients, values, design),
-                                TINY)
+            shapes = np.array([_evaluate(self.hypothesis, self.coefficients, values, design)]
+                              + [_evaluate(hypothesis, coefficients, values)
+                                 for hypothesis, coefficients in self.alternatives])
+            chosen = np.maximum(shapes[0], TINY)
             if self.hypothesis.form == "linear":
                 design = design / chosen[:, None]
             leverage = np.einsum("ik,kl,il->i", design, self.inverse_gram, design)
             quantile = _t_quantile(max(self.dof, 1))
             half_width = quantile * self.sigma * np.sqrt(1.0 + np.nan_to_num(leverage, nan=1e6))
-            logs = [np.log(chosen)] + [
-                np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY))
-                for hypothesis, coefficients in self.alternatives]
-            center = np.mean(logs, axis=0) if self.averaged else logs[0]
-            half_width = np.maximum(half_width, np.max(np.abs(np.array(logs) - center), axis=0))
+            logs = np.log(np.maximum(shapes, TINY))
+            positive = shapes > 0 if self.averaged else np.arange(len(shapes))[:, None] == 0
+            center = _positive_mean(logs, positive)
+            half_width = np.maximum(half_width, np.max(np.where(positive, np.abs(logs - center),
+                                                                0.0), axis=0))
             low, high = center - half_width, center + half_width
             if self.calibrated:
                 beyond = self.distance(values)
                 noise = Z_INTERVAL * self.sigma
                 half_width = np.maximum(noise, self.beyond(beyond))
-                anchored = np.mean([np.log(np.maximum(_evaluate(h, c, values), TINY))
-                                    for h, c in self.anchors], axis=0) if self.anchors else center
+                anchored = center
+                if self.anchors:
+                    forecasts = np.array([_evaluate(h, c, values) for h, c in self.anchors])
+                    anchored = _positive_mean(np.log(np.maximum(forecasts, TINY)),
+                                              forecasts > 0, center)
                 low = np.where(beyond > 0, np.minimum(center, anchored) - half_width, low)
                 high = np.where(beyond > 0, np.maximum(center, anchored) + half_width, high)
             # no cap: an interval says how little is known; only kept within floating point
@@ -529,9 +535,13 @@ def stratum_weights(strata: list[list[float]], points: np.ndarray) -> np.ndarray
 def _log_combination(weights: np.ndarray, own: list[tuple[np.ndarray, ...]]
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Predictions and interval ends of several fits combined linearly in their logs by
-    ``weights`` (fits x points, see stratum_weights); a negative weight takes the other end."""
+    ``weights`` (fits x points, see stratum_weights); a negative weight takes the other end.
+    A fit with no positive value at a point says nothing there: the others' weights are
+    rescaled to carry it (NPB MG S's MPI-library time, fitted from P = 4, falls below zero
+    at P = 2, and the line through it and class W's forecast 1e149 s for class A)."""
     with np.errstate(over="ignore", invalid="ignore"):      # far out: inf, as predict_joint
         logs = np.log(np.maximum(np.array(own, float), TINY))          # fits x 3 x points
+        weights = _without_silent(weights, logs[:, 0] > np.log(TINY) + 1.0)
         positive = weights >= 0
         center = np.sum(weights * logs[:, 0], axis=0)
         low = np.sum(weights * np.where(positive, logs[:, 1], logs[:, 2]), axis=0)
@@ -539,6 +549,28 @@ def _log_combination(weights: np.ndarray, own: list[tuple[np.ndarray, ...]]
         low = np.maximum(low, center - FLOAT_LOG_LIMIT)
         high = np.minimum(high, center + FLOAT_LOG_LIMIT)
         return np.exp(center), np.exp(low), np.exp(high)
+
+
+def _without_silent(weights: np.ndarray, speaking: np.ndarray) -> np.ndarray:
+    """``weights`` (fits x points) with those of the fits not ``speaking`` at a point set
+    to 0 and the rest rescaled to sum to 1 there; unchanged where all or none speak."""
+    kept = np.where(speaking, weights, 0.0)
+    total = kept.sum(axis=0)
+    rescale = speaking.any(axis=0) & ~speaking.all(axis=0) & (total != 0)
+    return np.where(rescale, kept / np.where(rescale, total, 1.0), weights)
+
+
+def _positive_mean(logs: np.ndarray, positive: np.ndarray,
+                   otherwise: np.ndarray | None = None) -> np.ndarray:
+    """Per point, the mean of the logs of the shapes positive there (shapes x points):
+    a shape that turns negative at a point says nothing of its value there, and its clamp to
+    the tiniest float would pull a geometric mean to 1e-104 (NPB IS W's MPI_Alltoall, whose
+    volume grows with P: a shape in P and the volume that falls below 0 at P = 16). Where
+    none is positive: ``otherwise``, by default the first shape's clamped log."""
+    count = positive.sum(axis=0)
+    mean = np.sum(np.where(positive, logs, 0.0), axis=0) / np.maximum(count, 1)
+    fallback = logs[0] if otherwise is None else otherwise
+    return np.where(count > 0, mean, fallback)
 
 
 def _evaluate(hypothesis: Hypothesis, coefficients: np.ndarray,

@@ -211,3 +211,20 @@ def test_a_communication_table_is_evaluated_as_the_model_predicts_it(
         assert row["measured"] == pytest.approx(measured[operation.op], rel=1e-12)
     baseline = evaluation[evaluation["method"] == "powerlaw"]
     assert sorted(baseline["kernel"]) == sorted(ours.index)
+
+
+def test_a_shape_negative_at_a_point_does_not_pull_the_average_to_nothing(
+        measured_data: Path) -> None:
+    """NPB IS W's MPI_Alltoall sends 4 bytes to every rank (its volume per call is 4P) and
+    took 0.026, 0.11, 0.91 and 2.2 ms per rank at P = 1..8, 6.4 ms at 16. Two of the shapes
+    averaged with its time per call fall below zero at P = 16, and their logs, clamped to
+    the tiniest float, made the prediction 1.4e-104 s; the average is of the shapes
+    positive there."""
+    comm = read_table(measured_data / "npb/is-W/comm.csv", "communication")
+    operations, _, _ = fit_operations(comm[comm["p"] < 16], ["keys"], "npb is W")
+    alltoall = next(operation for operation in operations if operation.op == "MPI_Alltoall")
+    measured = comm_points(comm[comm["p"] == 16], ["keys"]).set_index("op")["time"]
+    at_16 = {"p": np.array([16.0]), "keys": np.array([2.0 ** 20])}
+    predicted, lower, upper = (float(v[0]) for v in alltoall.predict(at_16))
+    assert 1 / 3 < predicted / measured["MPI_Alltoall"] < 3
+    assert lower <= measured["MPI_Alltoall"] <= upper

@@ -462,3 +462,25 @@ def test_real_npb_is_class_a_from_s_and_w_intervals_widen_beyond_the_sizes(
     _, lower, upper = fit.predict(at)
     steps = np.log(largest / 2.0 ** 20) / np.log(2.0 ** 20 / 2.0 ** 16)
     assert np.log(upper / lower)[0] >= 2 * fit.drift_width * steps > 0
+
+
+def test_a_size_whose_fit_is_not_positive_at_a_point_does_not_carry_the_line(
+        measured_data: Path) -> None:
+    """NPB MG class A from S and W: the MPI library's time in class S was measured from
+    P = 4 on, and its fit falls below zero at P = 2. The line in log work through it and
+    class W's fit forecast 1.5e149 s at P = 2 for class A (measured: 0.012 s); class W's
+    fit alone carries it there now, and its interval holds the value."""
+    table = pd.concat([read_table(measured_data / f"npb/mg-{c}/measurements.csv",
+                                  "measurements") for c in "SWA"])
+    series = points(table, ["work"])
+    largest = series["work"].max()
+    fit = fit_all(series[series["work"] < largest], ["work"], "npb mg").fits[
+        ("<mca_btl_vader>", "time")]
+    truth = series[(series["kernel"] == "<mca_btl_vader>") & (series["metric"] == "time")
+                   & (series["work"] == largest) & (series["p"] == 2)]["value"].item()
+    at = {"p": np.array([2.0]), "work": np.array([largest])}
+    predicted, lower, upper = (float(v[0]) for v in fit.predict(at))
+    [class_w] = [stratum for at_size, stratum in fit.strata if at_size["work"] < largest
+                 and stratum.domain["p"][0] <= 2]
+    assert predicted == pytest.approx(float(class_w.predict(at)[0][0]), rel=1e-9)
+    assert lower <= truth <= upper and upper / lower < 1e4
