@@ -21,10 +21,11 @@ predictions average it with the next plainest plausible shapes (model averaging 
 window). Shapes that turn negative or explode within 100x of the measured range are never
 chosen; that is checked along the primary variable, and where an averaged shape is not
 positive at a point all the same (another variable moved with it), the average there is of
-those that are. Every prediction gets a 90% interval from the cross-validated error, the leverage of
-the target point and the spread of the averaged shapes, widened beyond the measured range by
-how much forward predictions erred per step (apmt.fit_table.calibrate) and, where those
-backtests could check only the classic laws, holding their forecast as well (_classic_fits).
+those that are. Every prediction gets a 90% interval from the cross-validated error, the
+leverage of the target point and the spread of the averaged shapes, widened beyond the
+measured range by how much forward predictions erred per step (apmt.fit_table.calibrate)
+and, where those backtests could check only the classic laws, holding their forecast as well
+(_classic_fits).
 """
 
 from __future__ import annotations

@@ -33,10 +33,11 @@ whose intervals from the two classes' exact fits spanned nothing); widened since
 sizes by the table's drift (apmt.fit.SeriesFit._drifted), 87%. P x problem size
 (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16 of each, and class
 A of CG, MG and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes 0.6, 0.8 (P <= 8) and
-1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two. They hold other sets' points
-again, so they are pooled on their own ("classes together") and left out of "all". With LAMMPS,
-also the application's time assembled as the workflow does (Eq. 2), from rolling origins (see
-application()).
+1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size 1.0 from them
+(``lammps_sizes_size``, added after the rule for intervals beyond the sizes was set). They
+hold other sets' points again, so they are pooled on their own ("classes together") and left
+out of "all". With LAMMPS, also the application's time assembled as the workflow does (Eq. 2),
+from rolling origins (see application()).
 """
 
 from __future__ import annotations
@@ -86,13 +87,16 @@ LAMMPS_MORE = {"lammps_lj08": "lj-size0.8-p1-32", "lammps_eam": "eam-cu-p1-32"}
 
 
 def _sizes_together() -> dict[str, DataSet]:
-    """P x problem size: LAMMPS' LJ melt at three sizes, and the classes of an NPB benchmark
-    in one table (its size parameter varying), predicting P = 16 of each and, from three
-    classes, the largest from the others at every P (``_size``)."""
-    sets = {"lammps_sizes": DataSet(
-        "measurements", tuple(f"lammps/{folder}/measurements.csv"
-                              for folder in ("p1-32", "lj-size0.8-p1-32", "lj-size1.0-p1-8")),
-        ("size",), holdout="p=16,32", unused={"p": (12, 24)})}
+    """P x problem size: LAMMPS' LJ melt at three sizes, predicting P = 16 and 32 of the
+    first two and, at every P, the largest from the others (``_size``), and the classes of an
+    NPB benchmark in one table (its size parameter varying), predicting P = 16 of each and,
+    from three classes, the largest from the others at every P."""
+    lammps = tuple(f"lammps/{folder}/measurements.csv"
+                   for folder in ("p1-32", "lj-size0.8-p1-32", "lj-size1.0-p1-8"))
+    sets = {"lammps_sizes": DataSet("measurements", lammps, ("size",), holdout="p=16,32",
+                                    unused={"p": (12, 24)}),
+            "lammps_sizes_size": DataSet("measurements", lammps, ("size",),
+                                         holdout="size=max", unused={"p": (12, 24)})}
     for bench, classes in CLASSES.items():
         files = tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes)
         size = NPB[f"{bench}-{classes[0]}"]
