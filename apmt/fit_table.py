@@ -214,6 +214,9 @@ def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFi
     calibration = calibrate({**fits, **unit_fits},
                             {key: e for key, e in errors.items() if np.isfinite(e)},
                             {**cut, **units})
+    for part, fit in unit_fits.items():
+        if isinstance(part, Stratum):
+            fit.observed = _observed(data[part.key], part.at)
     for key, fit in fits.items():
         fit.strata = [(dict(at), unit_fits[Stratum(key, at)]) for at, _ in found[key]
                       if Stratum(key, at) in unit_fits]
@@ -251,7 +254,7 @@ def strata(series: SeriesData) -> list[tuple[tuple[tuple[str, float], ...], Seri
     too, through a power law in the size at each P (apmt.fit.SeriesFit.predict): class A
     from S and W erred by 19.2% (CG) and 12.8% (MG), where the joint function times the
     nearest class's ratio to it erred by 22.3% and 12.6% (and its intervals held 65% on CG,
-    now 79%)."""
+    now 79%); through the classes' measured values at each P, 14.5% and 11.1%."""
     if not series.strata_by:
         return []
     columns = np.column_stack([series.values[name] for name in series.strata_by])
@@ -262,6 +265,15 @@ def strata(series: SeriesData) -> list[tuple[tuple[tuple[str, float], ...], Seri
             at = tuple(zip(series.strata_by, map(float, row), strict=True))
             found.append((at, replace(part, variables=series.alone, strata_by=(), alone=())))
     return found
+
+
+def _observed(series: SeriesData, at: tuple[tuple[str, float], ...]) -> dict[str, list[float]]:
+    """The series' measured points at one value of its other parameters, also those before
+    the regime's start (apmt.fit.SeriesFit.through_observed: a measured value at a P is what
+    the size did there, whatever the trend in P)."""
+    rows = np.logical_and.reduce([series.values[name] == value for name, value in at])
+    return {**{name: values[rows].tolist() for name, values in series.values.items()},
+            "value": series.y[rows].tolist()}
 
 
 def _predicted_by_strata(series: SeriesData, found: list) -> bool:
