@@ -290,15 +290,18 @@ class SeriesFit:
         there = [{**values, **{name: np.full(count, value) for name, value in at.items()}}
                  for at, _ in self.strata]
         own = [fit.predict(points) for (_, fit), points in zip(self.strata, there, strict=True)]
+        at_sizes = [np.logical_and.reduce([np.isclose(values[name], value, rtol=1e-9, atol=0)
+                                           for name, value in at.items()])
+                    for at, _ in self.strata]
         if len(names) == 1 and len(self.strata) > 1:
-            through = [fit.through_observed(points, piece)
-                       for (_, fit), points, piece in zip(self.strata, there, own, strict=True)]
-            bounds = self._drifted(_log_combination(weights, through), names[0], values)
+            line = own
+            if not np.logical_or.reduce(at_sizes).all():    # the line is drawn somewhere
+                line = [fit.through_observed(points, piece) for (_, fit), points, piece
+                        in zip(self.strata, there, own, strict=True)]
+            bounds = self._drifted(_log_combination(weights, line), names[0], values)
         else:
             bounds = self._shifted(values, weights, there, own)
-        for (at, _), piece in zip(self.strata, own, strict=True):
-            rows = np.logical_and.reduce([np.isclose(values[name], value, rtol=1e-9, atol=0)
-                                          for name, value in at.items()])
+        for rows, piece in zip(at_sizes, own, strict=True):
             for whole, part in zip(bounds, piece, strict=True):
                 whole[rows] = part[rows]
         return bounds
