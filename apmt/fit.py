@@ -420,8 +420,8 @@ class SeriesFit:
             quantile = _t_quantile(max(self.dof, 1))
             half_width = quantile * self.sigma * np.sqrt(1.0 + np.nan_to_num(leverage, nan=1e6))
             logs = np.log(np.maximum(shapes, TINY))
-            positive = shapes > 0 if self.averaged else np.arange(len(shapes))[:, None] == 0
-            center = _positive_mean(logs, positive)
+            positive = shapes > 0
+            center = _positive_mean(logs, positive) if self.averaged else logs[0]
             half_width = np.maximum(half_width, np.max(np.where(positive, np.abs(logs - center),
                                                                 0.0), axis=0))
             low, high = center - half_width, center + half_width
