@@ -330,7 +330,7 @@ class SeriesFit:
         value = np.asarray(self.observed["value"], float)[np.argmax(match, axis=1)]
         # the interval's ends keep their ratios to the prediction; where the fit is not
         # positive there, it says nothing of them (the table's drift still widens the line)
-        speaks = centre > TINY
+        speaks = _speaks(centre)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             below = np.where(speaks, low / np.where(speaks, centre, 1.0), 1.0)
             above = np.where(speaks, high / np.where(speaks, centre, 1.0), 1.0)
@@ -363,7 +363,7 @@ class SeriesFit:
         for points, piece in zip(there, own, strict=True):
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.log(piece[0] / self.predict_joint(points)[0])
-            speaking = np.isfinite(ratio) & (piece[0] > TINY)   # as in _log_combination
+            speaking = np.isfinite(ratio) & _speaks(piece[0])   # as in _log_combination
             ratios.append(np.where(speaking, ratio, 0.0))
         shift = np.exp(np.sum(weights * np.array(ratios), axis=0))
         return tuple(whole * shift for whole in self.predict_joint(values))
@@ -584,8 +584,9 @@ def _log_combination(weights: np.ndarray, own: list[tuple[np.ndarray, ...]]
     rescaled to carry it (NPB MG S's MPI-library time, fitted from P = 4, falls below zero
     at P = 2, and the line through it and class W's forecast 1e149 s for class A)."""
     with np.errstate(over="ignore", invalid="ignore"):      # far out: inf, as predict_joint
-        logs = np.log(np.maximum(np.array(own, float), TINY))          # fits x 3 x points
-        weights = _without_silent(weights, logs[:, 0] > np.log(TINY) + 1.0)
+        stacked = np.array(own, float)                                 # fits x 3 x points
+        logs = np.log(np.maximum(stacked, TINY))
+        weights = _without_silent(weights, _speaks(stacked[:, 0]))
         positive = weights >= 0
         center = np.sum(weights * logs[:, 0], axis=0)
         low = np.sum(weights * np.where(positive, logs[:, 1], logs[:, 2]), axis=0)
@@ -593,6 +594,12 @@ def _log_combination(weights: np.ndarray, own: list[tuple[np.ndarray, ...]]
         low = np.maximum(low, center - FLOAT_LOG_LIMIT)
         high = np.minimum(high, center + FLOAT_LOG_LIMIT)
         return np.exp(center), np.exp(low), np.exp(high)
+
+
+def _speaks(predicted: np.ndarray) -> np.ndarray:
+    """Whether a fit's predictions are values: a fit not positive at a point is clamped to
+    TINY there (predict_joint), which its exp(log()) may leave a few ulps above."""
+    return np.asarray(predicted, float) > 2.0 * TINY
 
 
 def _without_silent(weights: np.ndarray, speaking: np.ndarray) -> np.ndarray:
