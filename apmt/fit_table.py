@@ -14,9 +14,10 @@ step back):
   (apmt.fit.fit_series): a smooth bend that a shape of the family follows is no regime.
 - **How wide the intervals are beyond the data.** The backtests' errors, each relative to
   its series' own cross-validated error plus the table's typical backtest error, calibrate a
-  multiplier by the split-conformal rule (the ceil((n + 1) * 0.9)-th smallest of n); a
-  series' interval at one step beyond its data is that multiplier times its own error scale,
-  and it widens with the log distance (apmt.fit.SeriesFit.beyond).
+  multiplier by the split-conformal rule (the ceil((n + 1) * 0.9)-th smallest of n; from
+  fewer than 9, which that rank exceeds, Student's t bound of one more); a series' interval
+  at one step beyond its data is that multiplier times its own error scale, and it widens
+  with the log distance (apmt.fit.SeriesFit.beyond).
 
 Fits run in parallel processes when there are many series.
 """
@@ -111,6 +112,11 @@ class TableFit:
                          f"{SHAPE_LEVELS - 1} could check only the classic laws (power law, "
                          "c + a/P): beyond the data their intervals hold those laws' forecast "
                          "as well")
+        if self.calibration.get("multiplier_rule") == "student-t":
+            notes.append(f"the intervals beyond the data were calibrated on "
+                         f"{self.calibration['backtests']} backtests, fewer than a 90% "
+                         "quantile needs (9): their multiplier is Student's t bound of one "
+                         "more, or their largest ratio if that is larger")
         stratified = self.calibration.get("stratified", 0)
         if stratified:
             notes.append(f"{stratified} of {len(self.fits)} series were measured at several "
@@ -479,9 +485,10 @@ def calibrate(fits: dict[tuple, SeriesFit], errors: dict[tuple, float],
     A series' error scale is its cross-validated error (its noise) plus the table's typical
     (median) backtest error (its drift), so that no series is taken for more certain than
     the table's typical one showed to be; the multiplier is the split-conformal quantile of
-    the backtests' errors in those units, and each part times it is the series' width one
-    step out (apmt.fit.SeriesFit.beyond says how it grows farther). The step is the series'
-    own last step of the primary variable, the distance its backtest predicted over."""
+    the backtests' errors in those units (from fewer than 9: small_sample_bound), and each
+    part times it is the series' width one step out (apmt.fit.SeriesFit.beyond says how it
+    grows farther). The step is the series' own last step of the primary variable, the
+    distance its backtest predicted over."""
     if not errors:
         return {"backtests": 0}
     typical = float(np.median(list(errors.values())))
@@ -491,12 +498,29 @@ def calibrate(fits: dict[tuple, SeriesFit], errors: dict[tuple, float],
         return {"backtests": len(errors), "typical_error": typical}
     rank = math.ceil((len(ratios) + 1) * INTERVAL_LEVEL)
     multiplier = float(ratios[min(rank, len(ratios)) - 1])
+    few = rank > len(ratios)
+    if few:
+        multiplier = max(multiplier, small_sample_bound(ratios))
     for key, fit in fits.items():
         levels = data[key].levels
         fit.noise_width, fit.drift_width = multiplier * fit.sigma, multiplier * typical
         fit.step = float(np.log(levels[-1] / levels[-2]))
     return {"backtests": len(errors), "typical_error": typical, "multiplier": multiplier,
-            "median_backtest_ratio": float(np.median(ratios))}
+            "median_backtest_ratio": float(np.median(ratios)),
+            "multiplier_rule": "student-t" if few else "conformal"}
+
+
+def small_sample_bound(ratios: np.ndarray) -> float:
+    """The 90% bound of one more backtest ratio from fewer than the 9 ratios that the
+    split-conformal rank needs: Student's t quantile with their count as degrees of freedom
+    times their root mean square, as if the errors were normal around 0 with a scale
+    unknown.
+
+    Why: the conformal rank ceil((n + 1) * 0.9) exceeds n below 9 backtests, and the
+    largest of n ratios bounds one more with probability n / (n + 1) only, 80% from 4
+    (a table of 4 MPI operations: NPB SP S's held 2 of its 4 values at P = 16)."""
+    quantile = stats.t.ppf(0.5 + INTERVAL_LEVEL / 2, len(ratios))
+    return float(quantile * np.sqrt(np.mean(np.square(ratios))))
 
 
 # --------------------------------------------------------------------------------- the fitting

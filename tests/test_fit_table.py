@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from apmt.fit import (
     NoPlausibleFit,
@@ -31,6 +32,7 @@ from apmt.fit_table import (
     fit_table,
     power_law_forecast,
     series_data,
+    small_sample_bound,
     strata,
 )
 from apmt.ingest import import_profiles
@@ -124,7 +126,7 @@ def test_one_regime_throughout_is_left_whole() -> None:
     shapes = {f"f{i}": (i + 1.0) * (5.0 + 100.0 / P) * np.exp(rng.normal(0, 0.01, len(P)))
               for i in range(5)}
     table = fit_table(planted(shapes))
-    assert "start" not in table.regime and not table.notes
+    assert "start" not in table.regime and "note" not in table.regime
     assert table.fits[("f0",)].domain["p"] == (1.0, 8.0)
 
 
@@ -140,7 +142,7 @@ def test_real_lammps_starts_where_ranks_share_the_cores(measured_data: Path) -> 
 
 
 def test_the_intervals_multiplier_is_the_conformal_rank() -> None:
-    """n backtests: the ceil((n + 1) * 0.9)-th smallest ratio; with fewer than 9, the largest."""
+    """n backtests: the ceil((n + 1) * 0.9)-th smallest ratio."""
     rng = np.random.default_rng(11)
     shapes = {f"f{i}": (5.0 + 100.0 / P) * np.exp(rng.normal(0, 0.05, len(P)))
               for i in range(20)}
@@ -522,3 +524,26 @@ def test_real_npb_is_class_a_from_the_measured_classes(measured_data: Path) -> N
               for key, rows in series[series["keys"] == largest].groupby(["kernel", "metric"])
               if key in fits]
     assert np.median(np.concatenate(errors)) < 0.025
+
+
+def test_fewer_than_nine_backtests_take_students_bound_of_one_more() -> None:
+    """4 backtests: the conformal rank (ceil(5 * 0.9) = 5) exceeds them, and their largest
+    ratio would bound one more with probability 4/5 only; the multiplier is Student's t
+    quantile (4 degrees of freedom) times the ratios' root mean square where that is larger,
+    and the table's notes say so."""
+    rng = np.random.default_rng(11)
+    shapes = {f"f{i}": (5.0 + 100.0 / P) * np.exp(rng.normal(0, 0.05, len(P)))
+              for i in range(4)}
+    table = fit_table(planted(shapes))
+    ratios = []
+    for key, series in planted(shapes).items():
+        last = series.values["p"] == 8.0
+        alone = fit_series({"p": P[~last]}, series.y[~last])
+        error = abs(np.log(alone.predict({"p": np.array([8.0])})[0][0] / series.y[last][0]))
+        ratios.append(error / (table.fits[key].sigma + table.calibration["typical_error"]))
+    bound = stats.t.ppf(0.95, 4) * np.sqrt(np.mean(np.square(ratios)))
+    assert table.calibration["multiplier_rule"] == "student-t"
+    assert table.calibration["multiplier"] == pytest.approx(max(bound, max(ratios)))
+    assert table.calibration["multiplier"] > max(ratios)
+    assert any("fewer than a 90% quantile needs (9)" in note for note in table.notes)
+    assert small_sample_bound(np.array(ratios)) == pytest.approx(bound)
