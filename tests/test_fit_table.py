@@ -27,6 +27,7 @@ from apmt.fit import (
 from apmt.fit_table import (
     REGIME_GAIN,
     SeriesData,
+    TableFit,
     _bend_backtests,
     classic_forecast,
     fit_all,
@@ -142,11 +143,12 @@ def test_real_lammps_starts_where_ranks_share_the_cores(measured_data: Path) -> 
     assert inside >= 0.75
 
 
-def test_the_intervals_multiplier_is_the_conformal_rank() -> None:
-    """n backtests: the ceil((n + 1) * 0.9)-th smallest ratio."""
+def calibrated_table(count: int) -> tuple[TableFit, list[float]]:
+    """A table of ``count`` noisy series of 5 + 100/P and its backtests' ratios, each
+    series' error at P = 8 from P <= 6 in units of its own error plus the typical one."""
     rng = np.random.default_rng(11)
     shapes = {f"f{i}": (5.0 + 100.0 / P) * np.exp(rng.normal(0, 0.05, len(P)))
-              for i in range(20)}
+              for i in range(count)}
     table = fit_table(planted(shapes))
     ratios = []
     for key, series in planted(shapes).items():
@@ -154,6 +156,12 @@ def test_the_intervals_multiplier_is_the_conformal_rank() -> None:
         alone = fit_series({"p": P[~last]}, series.y[~last])
         error = abs(np.log(alone.predict({"p": np.array([8.0])})[0][0] / series.y[last][0]))
         ratios.append(error / (table.fits[key].sigma + table.calibration["typical_error"]))
+    return table, ratios
+
+
+def test_the_intervals_multiplier_is_the_conformal_rank() -> None:
+    """n backtests: the ceil((n + 1) * 0.9)-th smallest ratio."""
+    table, ratios = calibrated_table(20)
     rank = math.ceil(21 * 0.9)
     assert table.calibration["multiplier"] == pytest.approx(sorted(ratios)[rank - 1])
     fit = table.fits[("f0",)]
@@ -532,16 +540,7 @@ def test_fewer_than_nine_backtests_take_students_bound_of_one_more() -> None:
     ratio would bound one more with probability 4/5 only; the multiplier is Student's t
     quantile (4 degrees of freedom) times the ratios' root mean square where that is larger,
     and the table's notes say so."""
-    rng = np.random.default_rng(11)
-    shapes = {f"f{i}": (5.0 + 100.0 / P) * np.exp(rng.normal(0, 0.05, len(P)))
-              for i in range(4)}
-    table = fit_table(planted(shapes))
-    ratios = []
-    for key, series in planted(shapes).items():
-        last = series.values["p"] == 8.0
-        alone = fit_series({"p": P[~last]}, series.y[~last])
-        error = abs(np.log(alone.predict({"p": np.array([8.0])})[0][0] / series.y[last][0]))
-        ratios.append(error / (table.fits[key].sigma + table.calibration["typical_error"]))
+    table, ratios = calibrated_table(4)
     bound = stats.t.ppf(0.95, 4) * np.sqrt(np.mean(np.square(ratios)))
     assert table.calibration["multiplier_rule"] == "student-t"
     assert table.calibration["multiplier"] == pytest.approx(max(bound, max(ratios)))
