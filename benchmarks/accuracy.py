@@ -32,13 +32,18 @@ against the best other's 24.4, 31.8, 32.7%; class A from S and W 5.8% against 6.
 whose intervals from the two classes' exact fits spanned nothing); widened since beyond the
 sizes by the table's drift (apmt.fit.SeriesFit._drifted), 87%; and 1.3% since the line in the
 size runs through the classes' measured values at each P (SeriesFit.through_observed).
-NPB FT class A (FT_A) came after every rule for the sizes had been set, the line through the
+NPB FT class A (LATE_CLASSES) came after every rule for the sizes had been set, the line through the
 measured values among them; with S and W its size lies 16 times beyond W's, itself twice S's.
 Its first evaluation: apmt 14.4% against the power law's 27.2% (181 points, 90% inside, median
 width 3.3); its MPI operations 49.8% against Amdahl's 17.2% (4 points); FT S+W+A at P = 16
 6.4% against 13.5% (599; 94%, 1.75); class A from S and W 14.4% against 28.3% (876), 90%
 inside at a median width of 268: the two classes' interval ends, amplified by the line's
 weights 5 and -4, had been added as one error. In quadrature since (apmt.fit._ends), 71, 90%.
+NPB IS class B (LATE_CLASSES), profiled after that, nothing changed for it: 5.1% against the
+analytic model's 14.8% and the power law's 25.4% (122 points, 85% inside, median width 1.75);
+its MPI operations 58.0% against the analytic model's 49.4% (8 points, 5 inside: all methods
+missed Bcast's and Irecv's erratic times at P = 16, by 80 to 9,700%); class B from S, W and A
+(LARGEST_FROM) 0.58% against the power law's 8.0% (605 points, 95% inside, width 1.91).
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -88,14 +93,16 @@ ADDED_LAST = {"ep-S": "m", "ep-W": "m", "ft-W": "grid_points", "lu-W": "grid", "
 # a parallel integer sort (NPB IS), profiled and added after all of apmt's rules were set
 # (data/README.md); its first evaluation is in the docstring
 SORT = {"is-S": "keys", "is-W": "keys", "is-A": "keys"}
-# FT class A, profiled after the rules for predicting beyond the measured sizes were set
-# (stop 30's line through the measured values among them): FT S+W+A and class A from S and W
-# are P x size sets none of them was drawn from; its first evaluation is in the docstring
-FT_A = {"ft-A": "grid_points"}
+# FT class A and IS class B, profiled after the rules for predicting beyond the measured sizes
+# were set (the line through the measured values among them): FT S+W+A, FT class A from S and
+# W, and IS class B from S, W and A are P x size sets none of them was drawn from; their first
+# evaluation is in the docstring
+LATE_CLASSES = {"ft-A": "grid_points", "is-B": "keys"}
 NPB = {"cg-S": "na", "cg-W": "na", "mg-S": "work", "mg-W": "work", "ft-S": "grid_points",
-       "lu-S": "grid", "bt-S": "grid", "sp-S": "grid", **ADDED_LAST, **SORT, **FT_A}
+       "lu-S": "grid", "bt-S": "grid", "sp-S": "grid", **ADDED_LAST, **SORT, **LATE_CLASSES}
 CLASSES = {"cg": "SWA", "mg": "SWA", "ft": "SWA", "lu": "SW", "bt": "SW", "sp": "SW", "ep": "SW",
            "is": "SWA"}
+LARGEST_FROM = {"is": "SWAB"}     # only the largest class from all the others (``_size``)
 LAMMPS_MORE = {"lammps_lj08": "lj-size0.8-p1-32", "lammps_eam": "eam-cu-p1-32"}
 
 
@@ -117,6 +124,11 @@ def _sizes_together() -> dict[str, DataSet]:
         if len(classes) > 2:
             sets[f"npb_{bench}-{classes}_size"] = DataSet("measurements", files, (size,),
                                                            holdout=f"{size}=max")
+    for bench, classes in LARGEST_FROM.items():
+        files = tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes)
+        size = NPB[f"{bench}-{classes[0]}"]
+        sets[f"npb_{bench}-{classes}_size"] = DataSet("measurements", files, (size,),
+                                                       holdout=f"{size}=max")
     return sets
 
 
