@@ -118,18 +118,20 @@ def _sizes_together() -> dict[str, DataSet]:
             "lammps_sizes_size": DataSet("measurements", lammps, ("size",),
                                          holdout="size=max", unused={"p": (12, 24)})}
     for bench, classes in CLASSES.items():
-        files = tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes)
-        size = NPB[f"{bench}-{classes[0]}"]
-        sets[f"npb_{bench}-{classes}"] = DataSet("measurements", files, (size,), holdout="p=16")
+        sets[f"npb_{bench}-{classes}"] = _classes_set(bench, classes, "p=16")
         if len(classes) > 2:
-            sets[f"npb_{bench}-{classes}_size"] = DataSet("measurements", files, (size,),
-                                                           holdout=f"{size}=max")
+            sets[f"npb_{bench}-{classes}_size"] = _classes_set(bench, classes, "max")
     for bench, classes in LARGEST_FROM.items():
-        files = tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes)
-        size = NPB[f"{bench}-{classes[0]}"]
-        sets[f"npb_{bench}-{classes}_size"] = DataSet("measurements", files, (size,),
-                                                       holdout=f"{size}=max")
+        sets[f"npb_{bench}-{classes}_size"] = _classes_set(bench, classes, "max")
     return sets
+
+
+def _classes_set(bench: str, classes: str, holdout: str) -> DataSet:
+    """An NPB benchmark's classes in one table, holding out ``holdout``: P = 16, or the
+    largest class (``max``, of its size parameter)."""
+    size = NPB[f"{bench}-{classes[0]}"]
+    return DataSet("measurements", tuple(f"npb/{bench}-{c}/measurements.csv" for c in classes),
+                   (size,), holdout=f"{size}=max" if holdout == "max" else holdout)
 
 
 TOGETHER_SETS = _sizes_together()

@@ -213,6 +213,16 @@ def test_a_communication_table_is_evaluated_as_the_model_predicts_it(
     assert sorted(baseline["kernel"]) == sorted(ours.index)
 
 
+def npb_operations_at_16(measured_data: Path, folder: str, param: str
+                         ) -> tuple[list[Operation], pd.Series, list[str]]:
+    """An NPB folder's MPI operations fitted at P < 16, their measured time per rank at
+    P = 16 (by operation) and the fit's notes."""
+    comm = read_table(measured_data / f"npb/{folder}/comm.csv", "communication")
+    operations, _, notes = fit_operations(comm[comm["p"] < 16], [param], f"npb {folder}")
+    measured = comm_points(comm[comm["p"] == 16], [param]).set_index("op")["time"]
+    return operations, measured, notes
+
+
 def test_a_shape_negative_at_a_point_does_not_pull_the_average_to_nothing(
         measured_data: Path) -> None:
     """NPB IS W's MPI_Alltoall sends 4 bytes to every rank (its volume per call is 4P) and
@@ -220,10 +230,8 @@ def test_a_shape_negative_at_a_point_does_not_pull_the_average_to_nothing(
     averaged with its time per call fall below zero at P = 16, and their logs, clamped to
     the tiniest float, made the prediction 1.4e-104 s; the average is of the shapes
     positive there."""
-    comm = read_table(measured_data / "npb/is-W/comm.csv", "communication")
-    operations, _, _ = fit_operations(comm[comm["p"] < 16], ["keys"], "npb is W")
+    operations, measured, _ = npb_operations_at_16(measured_data, "is-W", "keys")
     alltoall = next(operation for operation in operations if operation.op == "MPI_Alltoall")
-    measured = comm_points(comm[comm["p"] == 16], ["keys"]).set_index("op")["time"]
     at_16 = {"p": np.array([16.0]), "keys": np.array([2.0 ** 20])}
     predicted, lower, upper = (float(v[0]) for v in alltoall.predict(at_16))
     assert 1 / 3 < predicted / measured["MPI_Alltoall"] < 3
@@ -235,12 +243,12 @@ def test_four_operations_calibrate_their_intervals_for_one_more(measured_data: P
     conformal 90% rank needs. The largest of 4 ratios bounds one more with probability 4/5
     at best, and the intervals held 2 of the 4 values at P = 16; Student's t bound of one
     more holds 3, and the time table says how it was calibrated."""
-    comm = read_table(measured_data / "npb/sp-S/comm.csv", "communication")
-    operations, _, notes = fit_operations(comm[comm["p"] < 16], ["grid"], "npb sp S")
-    measured = comm_points(comm[comm["p"] == 16], ["grid"]).set_index("op")["time"]
+    operations, measured, notes = npb_operations_at_16(measured_data, "sp-S", "grid")
     at_16 = {"p": np.array([16.0]), "grid": np.array([12.0])}
-    inside = [lower <= measured[operation.op] <= upper
-              for operation in operations if operation.kind != "p2p"
-              for _, lower, upper in [(float(v[0]) for v in operation.predict(at_16))]]
+    inside = []
+    for operation in operations:
+        if operation.kind != "p2p":
+            _, lower, upper = (float(v[0]) for v in operation.predict(at_16))
+            inside.append(lower <= measured[operation.op] <= upper)
     assert len(inside) == 4 and sum(inside) >= 3
     assert any("time" in note and "fewer than a 90% quantile needs" in note for note in notes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,16 +54,36 @@ def lammps(measured_data: Path, runs: list[float]) -> pd.DataFrame:
     return points(table[table["p"].isin(runs)], ["size"])
 
 
+def predictions(fits: dict[tuple, SeriesFit], truth: pd.DataFrame, params: list[str]
+                ) -> Iterator[tuple[pd.DataFrame, tuple[np.ndarray, ...]]]:
+    """Each fitted series' held-out rows with its prediction and interval there."""
+    for key, rows in truth.groupby(["kernel", "metric"]):
+        if key in fits:
+            yield rows, fits[key].predict({c: rows[c].to_numpy(float) for c in ["p", *params]})
+
+
 def coverage(fits: dict[tuple, SeriesFit], truth: pd.DataFrame, params: list[str]
              ) -> tuple[float, int]:
     """Share of the held-out values inside their 90% interval, and how many were judged."""
     inside = []
-    for key, rows in truth.groupby(["kernel", "metric"]):
-        if key in fits:
-            _, lower, upper = fits[key].predict({c: rows[c].to_numpy(float)
-                                                 for c in ["p", *params]})
-            inside += list((rows["value"] >= lower) & (rows["value"] <= upper))
+    for rows, (_, lower, upper) in predictions(fits, truth, params):
+        inside += list((rows["value"] >= lower) & (rows["value"] <= upper))
     return float(np.mean(inside)), len(inside)
+
+
+def npb_classes(measured_data: Path, bench: str, param: str) -> pd.DataFrame:
+    """The points of an NPB benchmark's classes S, W and A in one table."""
+    return points(pd.concat([read_table(measured_data / f"npb/{bench}-{c}/measurements.csv",
+                                        "measurements") for c in "SWA"]), [param])
+
+
+def largest_from_others(measured_data: Path, bench: str, param: str
+                        ) -> tuple[TableFit, pd.DataFrame]:
+    """Classes S and W of an NPB benchmark fitted in one table, and class A's points."""
+    series = npb_classes(measured_data, bench, param)
+    largest = series[param].max()
+    return (fit_all(series[series[param] < largest], [param], f"npb {bench}"),
+            series[series[param] == largest])
 
 
 def test_three_p_give_the_two_classic_laws() -> None:
@@ -380,18 +401,15 @@ def test_real_npb_cg_classes_together_predict_as_each_alone(measured_data: Path)
     """NPB CG S, W and A in one table (na varies; the nonzeros per row change with the class
     too), fitted at P <= 8: at P = 16 its series erred by 10% (median) as functions of P and
     na, 3.9% as each class alone; with the strata they err as each class alone."""
-    table = pd.concat([read_table(measured_data / f"npb/cg-{c}/measurements.csv",
-                                  "measurements") for c in "SWA"])
-    series = points(table, ["na"])
+    series = npb_classes(measured_data, "cg", "na")
     train, truth = series[series["p"] < 16], series[series["p"] == 16]
     data, _ = series_data(train, ["na"], "npb cg")
     errors = {}
     for name, table_data in (("strata", data),
                              ("joint", {k: replace(s, strata_by=()) for k, s in data.items()})):
         fits = fit_table(table_data).fits
-        ape = [abs(fits[key].predict({c: rows[c].to_numpy(float) for c in ("p", "na")})[0]
-                   / rows["value"].to_numpy(float) - 1)
-               for key, rows in truth.groupby(["kernel", "metric"]) if key in fits]
+        ape = [abs(predicted / rows["value"].to_numpy(float) - 1)
+               for rows, (predicted, _, _) in predictions(fits, truth, ["na"])]
         errors[name] = float(np.median(np.concatenate(ape)))
     assert errors["strata"] < 0.06 and errors["strata"] < 0.6 * errors["joint"]
 
@@ -461,12 +479,9 @@ def test_real_npb_is_class_a_from_s_and_w_intervals_widen_beyond_the_sizes(
     classes' exact fits alone, the intervals of counts exact in the keys spanned nothing
     (upper/lower 1.0000) and held 71% of class A's values; widened by the table's drift for
     the distance, in steps of the keys' own last step, 87%."""
-    table = pd.concat([read_table(measured_data / f"npb/is-{c}/measurements.csv",
-                                  "measurements") for c in "SWA"])
-    series = points(table, ["keys"])
-    largest = series["keys"].max()
-    fitted = fit_all(series[series["keys"] < largest], ["keys"], "npb is")
-    inside, judged = coverage(fitted.fits, series[series["keys"] == largest], ["keys"])
+    fitted, truth = largest_from_others(measured_data, "is", "keys")
+    largest = truth["keys"].max()
+    inside, judged = coverage(fitted.fits, truth, ["keys"])
     assert judged > 550 and inside >= 0.8
     fit = fitted.fits[("randlc", "instructions")]
     at = {"p": np.array([4.0]), "keys": np.array([largest])}
@@ -482,9 +497,7 @@ def test_a_size_whose_fit_is_not_positive_at_a_point_does_not_carry_the_line(
     class W's fit forecast 1.5e149 s at P = 2 for class A (measured: 0.012 s); class W
     alone carries it there now (its measured 0.070 s at P = 2: the line runs through the
     measured values), and its interval holds the value."""
-    table = pd.concat([read_table(measured_data / f"npb/mg-{c}/measurements.csv",
-                                  "measurements") for c in "SWA"])
-    series = points(table, ["work"])
+    series = npb_classes(measured_data, "mg", "work")
     largest = series["work"].max()
     fit = fit_all(series[series["work"] < largest], ["work"], "npb mg").fits[
         ("<mca_btl_vader>", "time")]
@@ -523,15 +536,9 @@ def test_the_line_in_the_size_runs_through_the_measured_values_at_a_measured_p()
 def test_real_npb_is_class_a_from_the_measured_classes(measured_data: Path) -> None:
     """NPB IS class A from S and W at every P: through the classes' fits its series erred by
     5.8% (median), through their measured values at each P by 1.3%."""
-    table = pd.concat([read_table(measured_data / f"npb/is-{c}/measurements.csv",
-                                  "measurements") for c in "SWA"])
-    series = points(table, ["keys"])
-    largest = series["keys"].max()
-    fits = fit_all(series[series["keys"] < largest], ["keys"], "npb is").fits
-    errors = [np.abs(fits[key].predict({c: rows[c].to_numpy(float) for c in ("p", "keys")})[0]
-                     / rows["value"].to_numpy(float) - 1)
-              for key, rows in series[series["keys"] == largest].groupby(["kernel", "metric"])
-              if key in fits]
+    fitted, truth = largest_from_others(measured_data, "is", "keys")
+    errors = [np.abs(predicted / rows["value"].to_numpy(float) - 1)
+              for rows, (predicted, _, _) in predictions(fitted.fits, truth, ["keys"])]
     assert np.median(np.concatenate(errors)) < 0.025
 
 
@@ -572,18 +579,9 @@ def test_real_npb_ft_class_a_from_s_and_w_far_beyond_the_sizes(measured_data: Pa
     90% of the values at a median width of 268: the two classes' errors, amplified by the
     line's weights 5 and -4, were added as one error. In quadrature, as errors of separate
     runs add, 71, and they still hold 85% or more."""
-    table = pd.concat([read_table(measured_data / f"npb/ft-{c}/measurements.csv",
-                                  "measurements") for c in "SWA"])
-    series = points(table, ["grid_points"])
-    largest = series["grid_points"].max()
-    fitted = fit_all(series[series["grid_points"] < largest], ["grid_points"], "npb ft")
-    truth = series[series["grid_points"] == largest]
+    fitted, truth = largest_from_others(measured_data, "ft", "grid_points")
     inside, judged = coverage(fitted.fits, truth, ["grid_points"])
-    widths = []
-    for key, rows in truth.groupby(["kernel", "metric"]):
-        if key in fitted.fits:
-            _, lower, upper = fitted.fits[key].predict(
-                {c: rows[c].to_numpy(float) for c in ["p", "grid_points"]})
-            widths += list(upper / lower)
+    widths = np.concatenate([upper / lower for _, (_, lower, upper)
+                             in predictions(fitted.fits, truth, ["grid_points"])])
     assert judged > 800 and inside >= 0.85
     assert np.median(widths) < 100
