@@ -29,6 +29,7 @@ from apmt.series import (
     MIN_DISTINCT_P,
     UnfittableSeries,
     check_series,
+    log_spread,
     per_run,
     series_name,
 )
@@ -59,7 +60,8 @@ def comm_keys(table: pd.DataFrame) -> tuple[str, ...]:
 
 
 def comm_points(comm: pd.DataFrame, params: list[str]) -> pd.DataFrame:
-    """Per operation and point: per-rank calls, bytes and time, and the bytes per call."""
+    """Per operation and point: per-rank calls, bytes and time, the time's spread over the
+    runs (apmt.series.log_spread) and the bytes per call."""
     keys = comm_keys(comm)
     reduced = [per_run(comm, params, keys, value).set_index([*keys, "p", *params, "rep"])
                for value in ("calls", "bytes", "time")]
@@ -67,6 +69,7 @@ def comm_points(comm: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     grouped = runs.groupby([*keys, "p", *params], as_index=False, sort=True)
     table = grouped.agg(calls=("calls", "mean"), bytes=("bytes", "mean"), time=("time", "mean"),
                         reps=("time", "count"))
+    table["time_spread"] = log_spread(runs, [*keys, "p", *params], "time", sort=True)
     table["size_per_call"] = table["bytes"] / table["calls"]
     return table
 
@@ -96,7 +99,7 @@ def operation_series(key: tuple, rows: pd.DataFrame, params: list[str], source: 
         values["s"] = rows[volume].to_numpy(float) / unit
         variables.append("s")
     series["time"] = SeriesData(values, target.to_numpy(float), tuple(variables),
-                                preferred=hockney_shape)
+                                preferred=hockney_shape, spread=rows["time_spread"].to_numpy(float))
     return ({"op": op, "key": list(key), "kind": kind, "volume": volume if has_volume else None,
              "uses_volume": "s" in values, "volume_unit": unit,
              "alone": bool((rows["p"] == 1).any())}, series)

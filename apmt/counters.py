@@ -84,12 +84,17 @@ def complete(table: pd.DataFrame, machine: Machine | None) -> tuple[pd.DataFrame
 
 
 def _llc_hits(table: pd.DataFrame) -> pd.DataFrame:
-    """Last-level hits per row of cachegrind's D1 misses, where both counts exist."""
-    keys = [c for c in table.columns if c not in ("metric", "value")]
-    wide = table[table["metric"].isin(["l1d_misses", "llc_misses"])].pivot_table(
-        index=keys, columns="metric", values="value", aggfunc="mean").dropna()
-    hits = (wide["l1d_misses"] - wide["llc_misses"]).clip(lower=0.0)
-    return hits.rename("value").reset_index().assign(metric="llc_hits")[table.columns]
+    """Last-level hits per row of cachegrind's D1 misses, where both counts exist (of a
+    points table, as spread as the more spread of the two)."""
+    keys = [c for c in table.columns if c not in ("metric", "value", "spread")]
+    rows = table[table["metric"].isin(["l1d_misses", "llc_misses"])]
+    wide = rows.pivot_table(index=keys, columns="metric", values="value",
+                            aggfunc="mean").dropna()
+    hits = (wide["l1d_misses"] - wide["llc_misses"]).clip(lower=0.0).rename("value")
+    if "spread" in table.columns:
+        spread = rows.pivot_table(index=keys, columns="metric", values="spread", aggfunc="max")
+        hits = pd.concat([hits, spread.max(axis=1).rename("spread")], axis=1, join="inner")
+    return hits.reset_index().assign(metric="llc_hits")[table.columns]
 
 
 def per_run(table: pd.DataFrame, counters: Counters, machine: Machine | None,

@@ -61,7 +61,7 @@ BACKTESTS = 256      # series backtested per table at most (evenly spread over i
 MIN_REGIME_SERIES = 3  # a regime is a table's property: not judged from fewer series
 REGIME_FLOOR = 0.005   # median backtest errors below half a percent leave nothing to gain
 REGIME_CHANCE = 0.05   # the sign test's p-value a later start must stay below
-MISFIT_NAMED = 5       # the worst of them by name
+NAMED = 5              # the worst series that a note names
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,7 @@ class SeriesData:
     alone: tuple[str, ...] = ()       # the variables of a table at one value of them
     # the fit only summarises the series (its strata predict it everywhere): the power law
     summary: bool = False
+    spread: np.ndarray | None = None   # per point, apmt.series.log_spread (None: not known)
 
     @property
     def levels(self) -> np.ndarray:
@@ -86,7 +87,15 @@ class SeriesData:
 
     def where(self, keep: np.ndarray) -> SeriesData:
         return replace(self, values={k: v[keep] for k, v in self.values.items()},
-                       y=self.y[keep])
+                       y=self.y[keep], spread=None if self.spread is None else self.spread[keep])
+
+    @property
+    def scatter(self) -> float:
+        """The root mean square of its points' spreads: the log standard error of a mean
+        measured at any point (apmt.fit.SeriesFit.scatter)."""
+        if self.spread is None or not len(self.spread):
+            return 0.0
+        return float(np.sqrt(np.mean(np.square(np.nan_to_num(self.spread)))))
 
     def from_level(self, start: float) -> SeriesData:
         return self.where(self.values[self.primary] >= start)
@@ -126,7 +135,22 @@ class TableFit:
                          "at each P, by the power law in them through the two nearest values' "
                          "fits (over several parameters: the function of them all that the "
                          "model shows, times those fits' ratios to it, interpolated)")
-        return notes + self._misfit_notes()
+        return notes + self._scatter_notes() + self._misfit_notes()
+
+    def _scatter_notes(self) -> list[str]:
+        """The series measured in runs that scatter, whose intervals hold that scatter too
+        (apmt.fit.SeriesFit.scatter), the most scattered named."""
+        scattered = sorted(((fit.scatter, key) for key, fit in self.fits.items()
+                            if fit.scatter > 0), key=lambda item: -item[0])
+        if not scattered:
+            return []
+        typical = float(np.median([scatter for scatter, _ in scattered]))
+        named = "; ".join(f"{series_name(key)} ({math.exp(scatter):.3g}x)"
+                          for scatter, key in scattered[:NAMED])
+        return [f"{len(scattered)} of {len(self.fits)} series were measured in runs that "
+                f"scatter: a measured mean is uncertain by a factor of {math.exp(typical):.3g} "
+                f"(its standard error, median), and their intervals hold that besides the "
+                f"function's error; the most: {named}"]
 
     def _misfit_notes(self) -> list[str]:
         """The series whose function misses one of its own measured values by more than
@@ -139,8 +163,8 @@ class TableFit:
         named = "; ".join(
             series_name(key)
             + (" at " + ", ".join(f"{v} = {x:g}" for v, x in at.items()) if at else "")
-            + f" ({factor:.3g}x)" for factor, key, at in missed[:MISFIT_NAMED])
-        more = f"; and {len(missed) - MISFIT_NAMED} more" if len(missed) > MISFIT_NAMED else ""
+            + f" ({factor:.3g}x)" for factor, key, at in missed[:NAMED])
+        more = f"; and {len(missed) - NAMED} more" if len(missed) > NAMED else ""
         verb = "misses one of its" if len(missed) == 1 else "miss one of their"
         return [f"{len(missed)} of {len(self.fits)} series {verb} own measured "
                 f"values by more than a factor of {MISFIT_NOTED:g} (a change of regime that "
@@ -163,8 +187,9 @@ def series_data(points: pd.DataFrame, params: list[str], source: str,
         strata_by = tuple(c for c in ["p", *params]
                           if c != primary and np.ptp(columns[c]) > 0)
         one_value = {**columns, **{c: np.full(len(rows), columns[c][0]) for c in strata_by}}
+        spread = rows["spread"].to_numpy(float) if "spread" in rows else None
         series = SeriesData(columns, rows[value].to_numpy(float), variables, primary,
-                            strata_by=strata_by,
+                            strata_by=strata_by, spread=spread,
                             alone=fit_plan(one_value, params, per_rank_params, work)[1])
         if len(series.levels) < MIN_DISTINCT_P or not np.all(series.y > 0):
             try:      # the reason in words (apmt.series), for what the quick test doubts
@@ -214,12 +239,14 @@ def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFi
     fits = {key: outcomes[key] for key in cut if isinstance(outcomes[key], SeriesFit)}
     left_out = {key: outcomes[key] for key in cut if isinstance(outcomes[key], str)}
     unit_fits = {key: outcomes[key] for key in units if isinstance(outcomes[key], SeriesFit)}
+    measured = {**cut, **units}
+    for key, fit in (*fits.items(), *unit_fits.items()):
+        fit.scatter = measured[key].scatter
     errors = {key: _backtest_error(units[key], outcomes.get(("backtest", key)),
                                    classic_forecast)
               for key in sampled if key in unit_fits}
     calibration = calibrate({**fits, **unit_fits},
-                            {key: e for key, e in errors.items() if np.isfinite(e)},
-                            {**cut, **units})
+                            {key: e for key, e in errors.items() if np.isfinite(e)}, measured)
     for part, fit in unit_fits.items():
         if isinstance(part, Stratum):
             fit.observed = _observed(data[part.key], part.at)

@@ -51,9 +51,15 @@ def runtime_buckets(table: pd.DataFrame, params: list[str]) -> tuple[pd.DataFram
 
 def summed_kernels(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     """Points summed per kernel name, metric and point (the fewest repetitions of the parts
-    is the sum's)."""
-    return rows.groupby(["kernel", "metric", "p", *params], as_index=False, sort=False).agg(
-        value=("value", "sum"), reps=("reps", "min"))
+    is the sum's; its spread, the parts' in proportion to their values and in quadrature,
+    as of independent errors: apmt.series.log_spread)."""
+    spread = rows.get("spread", pd.Series(0.0, index=rows.index)).fillna(0.0)
+    parts = rows.assign(variance=(rows["value"] * spread) ** 2)
+    summed = parts.groupby(["kernel", "metric", "p", *params], as_index=False, sort=False).agg(
+        value=("value", "sum"), reps=("reps", "min"), variance=("variance", "sum"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        summed["spread"] = np.nan_to_num(np.sqrt(summed.pop("variance")) / summed["value"])
+    return summed
 
 
 COST_METRICS = (TIME_METRIC, "cycles", "instructions")

@@ -47,10 +47,27 @@ def per_run(table: pd.DataFrame, params: list[str], keys: tuple[str, ...] = ("ke
 
 def points(table: pd.DataFrame, params: list[str], keys: tuple[str, ...] = ("kernel", "metric"),
            value: str = "value") -> pd.DataFrame:
-    """One row per series and point: ``value`` (mean over runs) and ``reps``."""
+    """One row per series and point: ``value`` (mean over runs), ``reps`` and ``spread``
+    (log_spread of the runs)."""
     runs = per_run(table, params, keys, value)
     grouped = runs.groupby([*keys, "p", *params], as_index=False, sort=False)[value]
-    return grouped.agg(**{value: "mean", "reps": "count"})
+    found = grouped.agg(**{value: "mean", "reps": "count"})
+    found["spread"] = log_spread(runs, [*keys, "p", *params], value)
+    return found
+
+
+def log_spread(runs: pd.DataFrame, point: list[str], value: str = "value",
+               sort: bool = False) -> np.ndarray:
+    """Per point (the groups of ``point``, sorted or in order of first appearance), the
+    standard error of the mean of its runs' logs: how uncertain a measured mean is in itself,
+    whatever a model makes of it (0 from one run, or where a run is not positive). Timing on
+    shared or oversubscribed cores scatters: NPB IS class B's MPI_Bcast took 0.77 and 0.05 ms
+    in the two runs at P = 4, whose mean a fit then follows as if it were exact."""
+    positive = runs[value].where(runs[value] > 0)
+    logs = runs.assign(log=np.log(positive))
+    grouped = logs.groupby(point, sort=sort)["log"]
+    error = grouped.std() / np.sqrt(grouped.count())
+    return np.nan_to_num(error.to_numpy(float))
 
 
 def fit_plan(rows: pd.DataFrame | Mapping[str, np.ndarray], params: list[str],

@@ -10,6 +10,7 @@ import pytest
 
 from apmt.comm import Operation, comm_points, fit_operations, kind_of
 from apmt.evaluate import evaluate
+from apmt.fit import Z_INTERVAL
 from apmt.ingest import import_profiles
 from apmt.model import build_model, load_model, save_model
 from apmt.predict import predict
@@ -252,3 +253,20 @@ def test_four_operations_calibrate_their_intervals_for_one_more(measured_data: P
             inside.append(lower <= measured[operation.op] <= upper)
     assert len(inside) == 4 and sum(inside) >= 3
     assert any("time" in note and "fewer than a 90% quantile needs" in note for note in notes)
+
+
+def test_an_operation_whose_runs_scatter_gets_their_scatter(measured_data: Path) -> None:
+    """NPB IS class B's MPI_Bcast took 0.77 and 0.05 ms in the two runs at P = 4, 5.8 and
+    1.0 ms at P = 8: its time fit's scatter (the log standard error of a measured mean) is
+    near 0.8, and its interval at P = 16 is at least as wide as that scatter alone makes it;
+    its calls, the same in every run, have none. The notes name it among the most
+    scattered."""
+    operations, _, notes = npb_operations_at_16(measured_data, "is-B", "keys")
+    bcast = next(operation for operation in operations if operation.op == "MPI_Bcast")
+    assert 0.7 < bcast.fits["time"].scatter < 0.9
+    assert bcast.fits["calls"].scatter == 0.0
+    _, lower, upper = (float(v[0]) for v in bcast.predict({"p": np.array([16.0]),
+                                                           "keys": np.array([2.0 ** 25])}))
+    assert np.log(upper / lower) >= 2 * Z_INTERVAL * bcast.fits["time"].scatter
+    [note] = [note for note in notes if "runs that scatter" in note]
+    assert "MPI_Bcast" in note

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from apmt.ingest import import_profiles
-from apmt.kernels import classify, cost_metric, runtime_buckets
+from apmt.kernels import classify, cost_metric, runtime_buckets, summed_kernels
 from apmt.model import build_model
 from apmt.names import MPI_RUNTIME, SYSTEM
 from apmt.series import points
@@ -258,3 +258,13 @@ def test_lammps_model_names_its_runtime_and_ranks_its_own_code(measured_data: Pa
     assert {"<libopen-pal>", "<mca_btl_vader>"} <= set(model.runtime[MPI_RUNTIME])
     assert any("absent_" in note for note in model.notes)
     assert any(entry.kernel == SYSTEM for entry in model.series)
+
+
+def test_a_sum_of_kernels_is_as_spread_as_its_parts_in_quadrature() -> None:
+    """Parts of 3 and 1 whose means' logs scatter by 0.1 and 0.2: their sum of 4 scatters by
+    the root of 0.3^2 + 0.2^2 over 4, as independent errors add; the fewest runs count."""
+    parts = pd.DataFrame({"kernel": "<libmpi>", "metric": "time", "p": 2.0,
+                          "value": [3.0, 1.0], "reps": [2, 3], "spread": [0.1, 0.2]})
+    [summed] = summed_kernels(parts, []).to_dict("records")
+    assert summed["value"] == 4.0 and summed["reps"] == 2
+    assert summed["spread"] == pytest.approx(np.hypot(0.3, 0.2) / 4)
