@@ -611,6 +611,24 @@ def test_a_mean_measured_in_scattered_runs_is_as_uncertain_as_they_scatter() -> 
     assert SeriesFit.from_dict(json.loads(json.dumps(fit.to_dict()))).scatter == 0.5
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.floats(0.0, 1e6), min_size=1, max_size=4), min_size=1, max_size=5),
+       st.floats(1e-3, 1e3))
+def test_a_spread_is_finite_and_does_not_depend_on_the_unit(runs: list[list[float]],
+                                                           unit: float) -> None:
+    """Any runs, zeros among them: each point's spread is finite and at least 0, 0 where its
+    runs agree, and the same in any unit (a ratio of the runs, not a difference)."""
+    table = pd.DataFrame([{"kernel": "k", "metric": "time", "p": index + 1, "rep": rep,
+                           "value": value} for index, values in enumerate(runs)
+                          for rep, value in enumerate(values)])
+    spread = points(table, [])["spread"].to_numpy()
+    scaled = points(table.assign(value=table["value"] * unit), [])["spread"].to_numpy()
+    assert np.all(np.isfinite(spread)) and np.all(spread >= 0)
+    assert scaled == pytest.approx(spread, abs=1e-9)
+    agree = [len(set(values)) == 1 for values in runs]
+    assert np.all(spread[agree] == 0)
+
+
 def test_real_npb_kernel_times_at_16_are_covered_as_their_runs_scatter(
         measured_data: Path) -> None:
     """The sampled times of NPB's kernels (21 classes, two runs each) fitted at P = 1..8 and
