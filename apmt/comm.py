@@ -240,9 +240,10 @@ class Operation:
         """The operation and, when a table mixes libraries, its library, joined by '/'."""
         return "/".join(str(part) for part in self.key)
 
-    def predict(self, values: dict[str, np.ndarray], volume_ratio: float = 1.0
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per-rank time of the operation at the points, with its 90% interval.
+    def predict(self, values: dict[str, np.ndarray], volume_ratio: float = 1.0,
+                measured: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-rank time of the operation at the points, with its 90% interval (holding the
+        scatter of the runs where ``measured``: apmt.fit.SeriesFit.predict).
 
         ``volume_ratio`` scales the bytes (for a larger problem size, as in paper 000, 4.2).
         At P = 1 an operation no single process's run spent time in takes none.
@@ -254,7 +255,7 @@ class Operation:
             inputs = loggp.inputs(loggp.Shape(**self.loggp["shape"]), inputs, calls, bytes_)
         elif self.uses_volume:
             inputs["s"] = self.fits["volume"].predict(values)[0] * volume_ratio / self.volume_unit
-        bounds = self.fits["time"].predict(inputs)
+        bounds = self.fits["time"].predict(inputs, measured)
         if self.kind != "p2p":
             calls = self.fits["calls"].predict(values)
             bounds = tuple(a * b for a, b in zip(bounds, calls, strict=True))

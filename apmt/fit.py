@@ -276,7 +276,8 @@ class SeriesFit:
         return {name for basis in self.hypothesis.bases for term in basis
                 for name in re.findall(r"[A-Za-z_]\w*", term.variable)}
 
-    def predict(self, values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def predict(self, values: dict[str, np.ndarray], measured: bool = True
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Point prediction and the lower and upper ends of its 90% interval: at a measured
         value of the other parameters from that value's own fit (``strata``). Along one such
         parameter measured at several values, between and beyond them at each point a power
@@ -286,16 +287,18 @@ class SeriesFit:
         two fits' errors adding in quadrature: ``_ends``) and widened beyond them by the
         table's drift (``_drifted``). Over
         several parameters, from the function of them all (``predict_joint``) times the
-        strata's ratios to it, interpolated in the parameters' logs."""
+        strata's ratios to it, interpolated in the parameters' logs. ``measured``: whether
+        the interval holds the scatter of the series' runs too (``predict_joint``)."""
         names = sorted({name for at, _ in self.strata for name in at})
         if not self.strata or any(name not in values for name in names):
-            return self.predict_joint(values)
+            return self.predict_joint(values, measured)
         count = len(next(iter(values.values())))
         weights = stratum_weights([[at[name] for name in names] for at, _ in self.strata],
                                   np.column_stack([values[name] for name in names]))
         there = [{**values, **{name: np.full(count, value) for name, value in at.items()}}
                  for at, _ in self.strata]
-        own = [fit.predict(points) for (_, fit), points in zip(self.strata, there, strict=True)]
+        own = [fit.predict(points, measured)
+               for (_, fit), points in zip(self.strata, there, strict=True)]
         at_sizes = [np.logical_and.reduce([np.isclose(values[name], value, rtol=1e-9, atol=0)
                                            for name, value in at.items()])
                     for at, _ in self.strata]
@@ -306,7 +309,7 @@ class SeriesFit:
                         in zip(self.strata, there, own, strict=True)]
             bounds = self._drifted(_log_combination(weights, line), names[0], values)
         else:
-            bounds = self._shifted(values, weights, there, own)
+            bounds = self._shifted(values, weights, there, own, measured)
         for rows, piece in zip(at_sizes, own, strict=True):
             for whole, part in zip(bounds, piece, strict=True):
                 whole[rows] = part[rows]
@@ -360,8 +363,8 @@ class SeriesFit:
             return center, low / widening, high * widening
 
     def _shifted(self, values: dict[str, np.ndarray], weights: np.ndarray,
-                 there: list[dict[str, np.ndarray]], own: list[tuple[np.ndarray, ...]]
-                 ) -> tuple[np.ndarray, ...]:
+                 there: list[dict[str, np.ndarray]], own: list[tuple[np.ndarray, ...]],
+                 measured: bool) -> tuple[np.ndarray, ...]:
         """The function of all parameters times the strata's ratios to it (in logs,
         weighted); ``own``: each stratum's prediction at the points moved to its values
         (``there``)."""
@@ -372,7 +375,7 @@ class SeriesFit:
             speaking = np.isfinite(ratio) & _speaks(piece[0])   # as in _log_combination
             ratios.append(np.where(speaking, ratio, 0.0))
         shift = np.exp(np.sum(weights * np.array(ratios), axis=0))
-        return tuple(whole * shift for whole in self.predict_joint(values))
+        return tuple(whole * shift for whole in self.predict_joint(values, measured))
 
     def measured_range(self, values: dict[str, np.ndarray]
                        ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -398,7 +401,7 @@ class SeriesFit:
                             np.min(np.where(drawn_on, highs, np.inf), axis=0))
         return ranges
 
-    def predict_joint(self, values: dict[str, np.ndarray]
+    def predict_joint(self, values: dict[str, np.ndarray], measured: bool = True
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Point prediction and 90% interval of the function itself (no strata).
 
@@ -411,7 +414,8 @@ class SeriesFit:
         erred when their last measured value was predicted from the rest (apmt.fit_table
         calibrate), see ``beyond``, around this forecast and, for a fit with ``anchors``,
         around theirs as well: the backtests checked theirs. Both widen by the scatter of the
-        series' runs (``_with_scatter``).
+        series' runs (``_with_scatter``) unless not ``measured``: a sum of series whose own
+        runs' scatter is known (the application's time) takes that instead.
         """
         # far beyond the data (n = 1e300) values overflow: inf and NaN are the answer there,
         # which apmt.trust calls no finite prediction
@@ -443,7 +447,8 @@ class SeriesFit:
                                               forecasts > 0, center)
                 low = np.where(beyond > 0, np.minimum(center, anchored) - half_width, low)
                 high = np.where(beyond > 0, np.maximum(center, anchored) + half_width, high)
-            low, high = _with_scatter(center, low, high, Z_INTERVAL * self.scatter)
+            if measured:
+                low, high = _with_scatter(center, low, high, Z_INTERVAL * self.scatter)
             # no cap: an interval says how little is known; only kept within floating point
             low = np.maximum(low, center - FLOAT_LOG_LIMIT)
             high = np.minimum(high, center + FLOAT_LOG_LIMIT)

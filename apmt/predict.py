@@ -14,6 +14,7 @@ import pandas as pd
 from apmt import trust
 from apmt.comm import Operation
 from apmt.counters import LEVELS, Z90, memory_cycles
+from apmt.fit import SeriesFit
 from apmt.kernels import OTHERS
 from apmt.model import NO_TIME, PARTS, UNACCOUNTED, LeftOut, Model
 from apmt.series import point_values
@@ -171,21 +172,39 @@ def assemble(model: Model, values: dict[str, np.ndarray],
     kernel's time is modelled (a table of counters per function beside the measured wall
     time); else (no time at all) not a number. ``terms``: contributions() at these points,
     when the caller has them already.
+
+    Each part's interval holds the scatter of its own runs (apmt.fit.SeriesFit.scatter);
+    the sum's holds the measured application time's instead, where it is measured: from run
+    to run a rank's waiting moves between MPI calls and its computation, and the parts'
+    scatters cancel in the whole (LAMMPS at P = 1..4: MPI_Send's runs differ by a factor of
+    2.9, the application's by 1.1; summed as the parts', the interval at P = 8 spanned a
+    factor of 10.2, with the application's 7.2).
     """
     parts = {part: _Sum(len(values["p"]), model.rho) for part in PARTS}
-    total = _Sum(len(values["p"]), model.rho)
-    terms = terms if terms is not None else contributions(model, values, volume_ratios)
+    terms = list(terms if terms is not None else contributions(model, values, volume_ratios))
     for _, part, _, bounds in terms:
         parts[part].add(bounds)
-        total.add(bounds)
-    app = total.bounds()
     app_fit = model.fit_of(model.app_kernel, TIME_METRIC)
+    app = _total(model, values, volume_ratios, terms, app_fit)
     computing = model.computes()
     if app_fit is not None and (model.app_kernel != APP_KERNEL or not computing):
         app = app_fit.predict(values)
     elif not computing:     # no time per kernel (a counters-only table): no application time
         app = tuple(np.full(len(values["p"]), np.nan) for _ in range(3))
     return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
+
+
+def _total(model: Model, values: dict[str, np.ndarray], volume_ratios: dict[str, float] | None,
+           terms: list[Term], app_fit: SeriesFit | None) -> Bounds:
+    """The sum of the terms: with the measured application time's scatter where it has one,
+    its parts' intervals without their own (see assemble)."""
+    total = _Sum(len(values["p"]), model.rho)
+    scatter = app_fit.scatter if app_fit is not None else 0.0
+    if scatter > 0:
+        terms = list(contributions(model, values, volume_ratios, measured=False))
+    for _, _, _, bounds in terms:
+        total.add(bounds)
+    return _with_spread(total.bounds(), scatter) if scatter > 0 else total.bounds()
 
 
 def predicted_parts(model: Model, values: dict[str, np.ndarray]) -> dict[str, Bounds]:
@@ -207,22 +226,24 @@ def predicted_parts(model: Model, values: dict[str, np.ndarray]) -> dict[str, Bo
 
 
 def contributions(model: Model, values: dict[str, np.ndarray],
-                  volume_ratios: dict[str, float] | None = None) -> Iterator[Term]:
+                  volume_ratios: dict[str, float] | None = None,
+                  measured: bool = True) -> Iterator[Term]:
     """Every term of Eq. 2 at the points, as (source, part, operation, bounds): the source is
     a kernel or an MPI operation's name, the part one of PARTS, the operation the
-    communication model's (None for a kernel), the bounds (predicted, lower, upper).
-    assemble sums them per part; the diagnosis shows them one by one."""
+    communication model's (None for a kernel), the bounds (predicted, lower, upper), holding
+    the scatter of the series' runs where ``measured``. assemble sums them per part; the
+    diagnosis shows them one by one."""
     for entry, kind in model.summed_series():
         kernel = entry.kernel
         if kind == "communication":
-            yield kernel, "comm_time", None, entry.fit.predict(values)
+            yield kernel, "comm_time", None, entry.fit.predict(values, measured)
         elif kernel in (OTHERS, UNACCOUNTED):
-            yield kernel, "others_time", None, entry.fit.predict(values)
+            yield kernel, "others_time", None, entry.fit.predict(values, measured)
         else:
-            for part, bounds in _kernel_time(model, kernel, values).items():
+            for part, bounds in _kernel_time(model, kernel, values, measured).items():
                 yield kernel, part, None, bounds
     for operation in model.communication:
-        bounds = operation.predict(values, _ratio(volume_ratios or {}, operation))
+        bounds = operation.predict(values, _ratio(volume_ratios or {}, operation), measured)
         yield (operation.name, "comm_time", operation,
                tuple(b * model.bf_comm for b in bounds))
 
@@ -264,14 +285,15 @@ class _Sum:
                     self.value + self._distance("above"))
 
 
-def _kernel_time(model: Model, kernel: str, values: dict) -> dict[str, Bounds]:
+def _kernel_time(model: Model, kernel: str, values: dict, measured: bool = True
+                 ) -> dict[str, Bounds]:
     """Computation and non-overlapped memory time of one kernel at the points. In counter
     mode the computation's interval holds the instructions' and the CPI's spread over runs
     (they are independent: one from the fit in P, one from the runs' scatter)."""
     if model.kernel_metric(kernel) == TIME_METRIC:
-        return {"comp_time": model.fit_of(kernel, TIME_METRIC).predict(values)}
+        return {"comp_time": model.fit_of(kernel, TIME_METRIC).predict(values, measured)}
     frequency = model.machine.hertz
-    instructions = model.fit_of(kernel, "instructions").predict(values)
+    instructions = model.fit_of(kernel, "instructions").predict(values, measured)
     entry = model.cpi[kernel]
     result = {"comp_time": _with_spread(tuple(b * entry.cpi / frequency for b in instructions),
                                         (entry.cpi_sd or 0.0) / entry.cpi)}
@@ -283,16 +305,17 @@ def _kernel_time(model: Model, kernel: str, values: dict) -> dict[str, Bounds]:
         result["mem_time"] = tuple(entry.bf_mem * total * b / instructions[0]
                                    for b in instructions)
     elif stalls is not None:
-        result["mem_time"] = tuple(b / frequency for b in stalls.predict(values))
+        result["mem_time"] = tuple(b / frequency for b in stalls.predict(values, measured))
     return result
 
 
 def _with_spread(bounds: Bounds, relative_sd: float) -> Bounds:
     """Bounds widened by an independent relative spread (its 90% part), in quadrature."""
     predicted, lower, upper = bounds
-    extra = predicted * Z90 * relative_sd
-    return (predicted, predicted - np.hypot(predicted - lower, extra),
-            predicted + np.hypot(upper - predicted, extra))
+    with np.errstate(invalid="ignore", over="ignore"):   # no finite prediction: none of it
+        extra = predicted * Z90 * relative_sd
+        return (predicted, predicted - np.hypot(predicted - lower, extra),
+                predicted + np.hypot(upper - predicted, extra))
 
 
 def memory_time(model: Model, kernel: str, values: dict) -> np.ndarray | None:

@@ -219,3 +219,24 @@ def test_a_size_measured_at_fewer_p_is_extrapolated_beyond_its_own(measured_data
     save_model(model, tmp_path / "model.json")          # the sections are kept
     again = predict(load_model(tmp_path / "model.json"), targets)
     assert list(again["trust_reason"]) == list(predictions["trust_reason"])
+
+
+def test_lammps_twice_beyond_its_p_is_extrapolated_with_its_own_scatter(
+        measured_data: Path) -> None:
+    """LAMMPS profiled here, fitted at P = 1..4: at P = 8 (2x beyond) the application's time
+    is extrapolated, its interval holding the measured 0.72 s. Its MPI_Send's runs differ by
+    a factor of 2.9, the application's by 1.1: with the parts' scatters summed the interval
+    spanned a factor of 10.2 and P = 8 was unsupported; with the application's own, 7.2."""
+    folder = measured_data / "lammps" / "p1-32"
+    table = read_table(folder / "measurements.csv")
+    comm = read_table(folder / "comm.csv", "communication")
+    model = build_model(table[table["p"] <= 4], ["size"], source="lammps",
+                        comm=comm[comm["p"] <= 4])
+    rows = predict(model, pd.DataFrame({"p": [8], "size": 0.6}))
+    [app] = rows[(rows["kernel"] == APP_KERNEL) & (rows["metric"] == "time")].to_dict("records")
+    measured = table[(table["kernel"] == APP_KERNEL) & (table["metric"] == "time")
+                     & (table["p"] == 8)]["value"].mean()
+    assert app["trust"] == "extrapolated"
+    assert app["lower"] <= measured <= app["upper"] and app["upper"] / app["lower"] < 8
+    send = next(operation for operation in model.communication if operation.op == "MPI_Send")
+    assert send.fits["time"].scatter > 0.9
