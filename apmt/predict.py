@@ -185,12 +185,13 @@ def assemble(model: Model, values: dict[str, np.ndarray],
     for _, part, _, bounds in terms:
         parts[part].add(bounds)
     app_fit = model.fit_of(model.app_kernel, TIME_METRIC)
-    app = _total(model, values, volume_ratios, terms, app_fit)
     computing = model.computes()
     if app_fit is not None and (model.app_kernel != APP_KERNEL or not computing):
         app = app_fit.predict(values)
     elif not computing:     # no time per kernel (a counters-only table): no application time
         app = tuple(np.full(len(values["p"]), np.nan) for _ in range(3))
+    else:
+        app = _total(model, values, volume_ratios, terms, app_fit)
     return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
 
 
