@@ -32,6 +32,7 @@ from apmt.series import (
     log_spread,
     per_run,
     series_name,
+    with_logs,
 )
 
 P2P = re.compile(r"(Send|Recv|Sendrecv|Isend|Irecv|Issend|Ibsend|Irsend|Bsend|Rsend|Ssend|"
@@ -65,11 +66,11 @@ def comm_points(comm: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     keys = comm_keys(comm)
     reduced = [per_run(comm, params, keys, value).set_index([*keys, "p", *params, "rep"])
                for value in ("calls", "bytes", "time")]
-    runs = pd.concat(reduced, axis=1).reset_index()
+    runs = with_logs(pd.concat(reduced, axis=1).reset_index(), "time")
     grouped = runs.groupby([*keys, "p", *params], as_index=False, sort=True)
     table = grouped.agg(calls=("calls", "mean"), bytes=("bytes", "mean"), time=("time", "mean"),
                         reps=("time", "count"))
-    table["time_spread"] = log_spread(runs, [*keys, "p", *params], "time", sort=True)
+    table["time_spread"] = log_spread(grouped)
     table["size_per_call"] = table["bytes"] / table["calls"]
     return table
 

@@ -239,14 +239,15 @@ def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFi
     fits = {key: outcomes[key] for key in cut if isinstance(outcomes[key], SeriesFit)}
     left_out = {key: outcomes[key] for key in cut if isinstance(outcomes[key], str)}
     unit_fits = {key: outcomes[key] for key in units if isinstance(outcomes[key], SeriesFit)}
-    measured = {**cut, **units}
+    fitted_series = {**cut, **units}
     for key, fit in (*fits.items(), *unit_fits.items()):
-        fit.scatter = measured[key].scatter
+        fit.scatter = fitted_series[key].scatter
     errors = {key: _backtest_error(units[key], outcomes.get(("backtest", key)),
                                    classic_forecast)
               for key in sampled if key in unit_fits}
     calibration = calibrate({**fits, **unit_fits},
-                            {key: e for key, e in errors.items() if np.isfinite(e)}, measured)
+                            {key: e for key, e in errors.items() if np.isfinite(e)},
+                            fitted_series)
     for part, fit in unit_fits.items():
         if isinstance(part, Stratum):
             fit.observed = _observed(data[part.key], part.at)

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from pandas.api.typing import DataFrameGroupBy
 
 from apmt.errors import ApmtError
 from apmt.fit import PER_RANK_SUFFIX, NoPlausibleFit, SeriesFit, fit_series
@@ -23,6 +24,7 @@ from apmt.tables import TIME_METRIC
 from apmt.work import evaluate_work
 
 MIN_DISTINCT_P = 3
+LOG_COLUMN = "log_value"   # with_logs' column of the runs' logs
 EXTRAPOLATION = 8   # figures and the diagnosis go on to this multiple of the largest P
 
 
@@ -49,25 +51,27 @@ def points(table: pd.DataFrame, params: list[str], keys: tuple[str, ...] = ("ker
            value: str = "value") -> pd.DataFrame:
     """One row per series and point: ``value`` (mean over runs), ``reps`` and ``spread``
     (log_spread of the runs)."""
-    runs = per_run(table, params, keys, value)
-    grouped = runs.groupby([*keys, "p", *params], as_index=False, sort=False)[value]
-    found = grouped.agg(**{value: "mean", "reps": "count"})
-    found["spread"] = log_spread(runs, [*keys, "p", *params], value)
+    runs = with_logs(per_run(table, params, keys, value), value)
+    grouped = runs.groupby([*keys, "p", *params], as_index=False, sort=False)
+    found = grouped[value].agg(**{value: "mean", "reps": "count"})
+    found["spread"] = log_spread(grouped)
     return found
 
 
-def log_spread(runs: pd.DataFrame, point: list[str], value: str = "value",
-               sort: bool = False) -> np.ndarray:
-    """Per point (the groups of ``point``, sorted or in order of first appearance), the
-    standard error of the mean of its runs' logs: how uncertain a measured mean is in itself,
-    whatever a model makes of it (0 from one run, or where a run is not positive). Timing on
-    shared or oversubscribed cores scatters: NPB IS class B's MPI_Bcast took 0.77 and 0.05 ms
-    in the two runs at P = 4, whose mean a fit then follows as if it were exact."""
-    positive = runs[value].where(runs[value] > 0)
-    logs = runs.assign(log=np.log(positive))
-    grouped = logs.groupby(point, sort=sort)["log"]
-    error = grouped.std() / np.sqrt(grouped.count())
-    return np.nan_to_num(error.to_numpy(float))
+def with_logs(runs: pd.DataFrame, value: str) -> pd.DataFrame:
+    """The runs with LOG_COLUMN, the log of ``value`` where it is positive (else missing),
+    which log_spread reads."""
+    return runs.assign(**{LOG_COLUMN: np.log(runs[value].where(runs[value] > 0))})
+
+
+def log_spread(grouped: DataFrameGroupBy) -> np.ndarray:
+    """Per point (a group of runs with_logs, in the groups' order), the standard error of the
+    mean of its runs' logs: how uncertain a measured mean is in itself, whatever a model
+    makes of it (0 from one run, or where a run is not positive). Timing on shared or
+    oversubscribed cores scatters: NPB IS class B's MPI_Bcast took 0.77 and 0.05 ms in the
+    two runs at P = 4, whose mean a fit then follows as if it were exact."""
+    logs = grouped[LOG_COLUMN].agg(["std", "count"])
+    return np.nan_to_num((logs["std"] / np.sqrt(logs["count"])).to_numpy(float))
 
 
 def fit_plan(rows: pd.DataFrame | Mapping[str, np.ndarray], params: list[str],
