@@ -190,6 +190,20 @@ def test_one_name_per_function_whichever_tool_saw_it() -> None:
     assert function_name("clock_nanosleep@GLIBC_2.2.5") == "clock_nanosleep"
     assert function_name("Functor::operator()(double)") == "Functor::operator()"
     assert function_name("main") == "main"
+    # a template's return type (cachegrind prints it, perf not), gcc's clones, operators
+    assert function_name("void miniFE::cg_solve<miniFE::CSRMatrix<double, int, int> >") == \
+        "miniFE::cg_solve<miniFE::CSRMatrix<double, int, int> >"
+    assert function_name("unsigned long ns::stats<A<int, 2> >(A<int, 2> const&) "
+                         "[clone .isra.0]") == "ns::stats<A<int, 2> >"
+    assert function_name("void (anonymous namespace)::g<int>(int)") == \
+        "(anonymous namespace)::g<int>"
+    assert function_name("bool ns::operator< <int>(X const&, X const&)") == "ns::operator< <int>"
+    assert function_name("bool std::operator==<char>(std::string const&)") == \
+        "std::operator==<char>"
+    assert function_name("ns::A::operator unsigned long() const") == \
+        "ns::A::operator unsigned long"
+    assert function_name("operator new(unsigned long)") == "operator new"
+    assert function_name("non-virtual thunk to ns::A::f()") == "non-virtual thunk to ns::A::f"
 
 
 def runtime_table() -> pd.DataFrame:

@@ -64,16 +64,9 @@ COLUMNS = ["functions", "samples", "nrmse", "noise"]
 # --------------------------------------------------------------------------------- Eq. 1
 
 def canonical(name: str) -> str:
-    """One name per function for both tools: cachegrind prints the parameter list (and a
-    template's return type), perf does not and keeps symbol versions; glibc's variants of a
-    string function are one function."""
+    """One name per function for both tools (apmt.names.function_name), with glibc's variants
+    of a string function as one function."""
     name = function_name(name)
-    depth, cut = 0, 0
-    for index, char in enumerate(name):        # a return type: a space outside <...> and (...)
-        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(char, 0)
-        if char == " " and depth == 0 and not name[:index].endswith("operator"):
-            cut = index + 1
-    name = name[cut:]
     variant = LIBC_VARIANT.match(name)
     return variant[1] if variant else name
 
