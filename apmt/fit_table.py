@@ -37,6 +37,7 @@ from scipy import stats
 
 from apmt import varpro
 from apmt.fit import (
+    CAPPED_LOG_ERROR,
     INTERVAL_LEVEL,
     MISFIT_NOTED,
     SHAPE_LEVELS,
@@ -470,9 +471,10 @@ def _backtest_error(series: SeriesData, fit: SeriesFit | str | None,
         predicted = (forecast or power_law_forecast)(series.where(~last), target)
     else:
         return float("nan")
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         error = np.abs(np.log(predicted / series.y[last]))
-    return float(np.mean(error)) if np.all(np.isfinite(error)) else float("nan")
+    return float(np.mean(np.where(predicted > 0, np.minimum(error, CAPPED_LOG_ERROR),
+                                  CAPPED_LOG_ERROR)))
 
 
 def power_law_forecast(series: SeriesData, target: dict[str, np.ndarray]) -> np.ndarray:

@@ -255,6 +255,23 @@ def test_four_operations_calibrate_their_intervals_for_one_more(measured_data: P
     assert any("time" in note and "fewer than a 90% quantile needs" in note for note in notes)
 
 
+def test_an_exploding_backtest_does_not_make_every_interval_infinite(
+        measured_data: Path) -> None:
+    """miniFE's MPI operations, fitted at P = 1..8 (on 2 cores: from P = 3 on the ranks wait
+    for each other's turn, and their times jump 100-fold): one backtest forecast e^-700, and
+    every operation's interval at P = 16 spanned 1e-131 to 1e129 s. Capped as a fold's error
+    is, the intervals stay finite and hold every measured time."""
+    comm = read_table(measured_data / "minife/comm.csv", "communication")
+    operations, _, _ = fit_operations(comm[comm["p"] < 16], ["nx"], "minife")
+    measured = comm_points(comm[comm["p"] == 16], ["nx"]).set_index("op")["time"]
+    assert len(operations) == 7
+    for operation in operations:
+        _, lower, upper = (float(v[0]) for v in operation.predict(
+            {"p": np.array([16.0]), "nx": np.array([64.0])}))
+        assert lower <= measured[operation.op] <= upper
+        assert upper / lower < 1e16
+
+
 def test_an_operation_whose_runs_scatter_gets_their_scatter(measured_data: Path) -> None:
     """NPB IS class B's MPI_Bcast took 0.77 and 0.05 ms in the two runs at P = 4, 5.8 and
     1.0 ms at P = 8: its time fit's scatter (the log standard error of a measured mean) is

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from apmt.fit import (
+    CAPPED_LOG_ERROR,
     Z_INTERVAL,
     NoPlausibleFit,
     SeriesFit,
@@ -30,6 +31,7 @@ from apmt.fit_table import (
     REGIME_GAIN,
     SeriesData,
     TableFit,
+    _backtest_error,
     _bend_backtests,
     classic_forecast,
     fit_all,
@@ -557,6 +559,21 @@ def test_fewer_than_nine_backtests_take_students_bound_of_one_more() -> None:
     assert small_sample_bound(np.array(ratios)) == pytest.approx(bound)
 
 
+@pytest.mark.parametrize(("forecast", "error"), [
+    (2.0, math.log(2.0)), (1e-300, CAPPED_LOG_ERROR), (0.0, CAPPED_LOG_ERROR),
+    (-1.0, CAPPED_LOG_ERROR), (math.nan, CAPPED_LOG_ERROR)])
+def test_a_backtest_errs_at_most_as_a_fold_does(forecast: float, error: float) -> None:
+    """A backtest's error is capped as a cross-validation fold's is (CAPPED_LOG_ERROR, a
+    factor of 20), and a forecast that is not positive is a miss of that size, not left out.
+    A backtest of miniFE's MPI_Irecv from P = 2..6 forecast e^-700 at P = 8: its error of
+    700 made the table's multiplier 1,690 and every interval of its MPI operations span the
+    float's range (1e-131 to 1e129 s); a forecast below zero was left out, as if it had not
+    been made."""
+    series = SeriesData({"p": np.array([1.0, 2.0, 4.0, 8.0])}, np.ones(4), ("p",))
+    measured_error = _backtest_error(series, None, lambda *_: np.array([forecast]))
+    assert measured_error == pytest.approx(error)
+
+
 def test_beyond_the_sizes_the_ends_errors_add_in_quadrature() -> None:
     """Two sizes' fits at two points, 0.1 and 0.2 below their centres (in logs) and 0.3
     and 0.4 above: between them (weights 0.25, 0.75) the line's interval is as wide as
@@ -635,7 +652,8 @@ def test_real_npb_kernel_times_at_16_are_covered_as_their_runs_scatter(
     """The sampled times of NPB's kernels (21 classes, two runs each) fitted at P = 1..8 and
     predicted at 16 on the oversubscribed 2-core machine: their two runs at a P differ by 19%
     (median), and a fit of the means took them as exact. Its intervals held 89.3% of the 243
-    values; widened by the runs' scatter, 91.4%."""
+    values; widened by the runs' scatter, 91.4%; with the backtests' errors capped as the
+    folds' are (a wild backtest no longer widens a whole table), 90.9%."""
     inside = []
     for folder in sorted((measured_data / "npb").iterdir()):
         table = read_table(folder / "measurements.csv", "measurements")
@@ -645,4 +663,4 @@ def test_real_npb_kernel_times_at_16_are_covered_as_their_runs_scatter(
         truth = times[times["p"] == 16]
         for rows, (_, lower, upper) in predictions(fitted.fits, truth, [param]):
             inside += list((rows["value"] >= lower) & (rows["value"] <= upper))
-    assert len(inside) > 240 and np.mean(inside) >= 0.91
+    assert len(inside) > 240 and np.mean(inside) >= 0.90
