@@ -234,10 +234,11 @@ def test_every_category_has_remedies_with_flags_for_three_compilers() -> None:
 # -------------------------------------------------------------------- validity, crafted tables
 
 def crafted(folder: Path, rows: list[tuple], rate: float | None = 1000.0) -> Path:
-    """A study folder: a measurements table (kernel, metric, rep, value at P=2, rank 0 and 1
-    alike) and a provenance naming perf-clock's sampling rate."""
-    records = [{"kernel": k, "metric": m, "p": 2, "rep": rep, "rank": rank, "value": v}
-               for k, m, rep, v in rows for rank in (0, 1)]
+    """A study folder: a measurements table (kernel, metric, rep, value, and P where given,
+    else 2; rank 0 and 1 alike) and a provenance naming perf-clock's sampling rate."""
+    records = [{"kernel": k, "metric": m, "p": p, "rep": rep, "rank": rank, "value": v}
+               for k, m, rep, v, p in (row if len(row) == 5 else (*row, 2) for row in rows)
+               for rank in (0, 1)]
     folder.mkdir(parents=True, exist_ok=True)
     write_table(pd.DataFrame(records), folder / "measurements.csv")
     backends = [{"name": "perf-clock", "simulated": False,
@@ -269,6 +270,24 @@ def test_validity_warns_about_short_varying_and_contradicting_data(tmp_path: Pat
     [section] = validity.sections(folder)
     assert [f.severity for f in section.findings if f.severity != "info"] == []
     assert section.findings[0].text.startswith("no problem found")
+
+
+def test_validity_says_once_per_kernel_where_it_is_short_or_varies(tmp_path: Path) -> None:
+    """miniFE's five key kernels, short to sample at up to 8 P each, gave 33 warnings of one
+    line each, and the diagnosis opened with them: one per kernel now (and one for the runs),
+    naming its points and the range."""
+    rows = [(kernel, "time", rep, value / p * (1.5 if rep == 2 else 1.0), p)
+            for p in (2, 4, 8) for rep in (1, 2)
+            for kernel, value in (("<app>", 0.2), ("work", 0.12), ("rest", 0.05))]
+    [section] = validity.sections(crafted(tmp_path / "study", rows))
+    warnings = [f.text for f in section.findings if f.severity == "warning"]
+    short = sorted(w for w in warnings if "samples per rank" in w)
+    assert len(short) == 3
+    assert short[0].startswith("rest at P=2, 4, 8: about 31 .. 8 samples per rank")
+    assert short[1].startswith("runs at P=4, 8 too short to sample: about 53 .. 27 samples")
+    assert short[2].startswith("work at P=2, 4, 8: about 75 .. 19 samples per rank")
+    varying = [w for w in warnings if w.startswith("time of work")]
+    assert len(varying) == 1 and "at P=2, 4, 8 varies by 40% over 2 repetitions" in varying[0]
 
 
 def test_validity_says_what_it_could_not_check(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ repetition only, oversubscribed runs, no provenance) is said as information.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -67,23 +68,44 @@ def short_runs(data: StudyData, runs: pd.DataFrame, kernels: list[str],
     point = ["p", *data.params]
     findings = []
     on_cpu = time[time["kernel"] != APP_KERNEL].groupby([*point, "rep"])["value"].sum()
-    for key, cpu_s in on_cpu.groupby(level=point).mean().items():
-        samples = cpu_s * rate
-        if samples < least:
-            where = describe_point(dict(zip(point, np.atleast_1d(key), strict=True)))
-            findings.append(Finding("warning", f"run at {where} too short to sample: about "
-                                    f"{samples:.0f} samples per rank ({seconds(cpu_s)} on the "
-                                    f"CPU at {rate:g} Hz), fewer than {least:g}"))
+    per_run_s = on_cpu.groupby(level=point).mean()
+    short_points = per_run_s[per_run_s * rate < least]
+    if len(short_points):
+        findings.append(Finding("warning", f"{'runs' if len(short_points) > 1 else 'run'} at "
+                                f"{_points(short_points.index, point)} too short to sample: "
+                                f"about {_span(short_points.to_numpy() * rate, '{:.0f}')} "
+                                f"samples per rank ({_span(short_points.to_numpy(), seconds)} on "
+                                f"the CPU at {rate:g} Hz), fewer than {least:g}"))
     per_point = time[time["kernel"].isin(kernels)].groupby(["kernel", *point])["value"].mean()
-    for (kernel, *values), kernel_s in per_point.items():
-        samples = kernel_s * rate
-        if samples < least:
-            where = describe_point(dict(zip(point, values, strict=True)))
-            findings.append(Finding("warning", f"{kernel} at {where}: about {samples:.0f} "
-                                    f"samples per rank ({seconds(kernel_s)} at {rate:g} Hz), fewer "
-                                    f"than {least:g}: its time and CPI are uncertain by more "
-                                    f"than {1 / np.sqrt(least):.0%}", kernel=kernel))
+    short = per_point[per_point * rate < least]
+    for kernel, kernel_s in short.groupby(level="kernel", sort=False):
+        findings.append(Finding("warning", f"{kernel} at "
+                                f"{_points(kernel_s.index.droplevel('kernel'), point)}: about "
+                                f"{_span(kernel_s.to_numpy() * rate, '{:.0f}')} samples per "
+                                f"rank ({_span(kernel_s.to_numpy(), seconds)} at {rate:g} Hz), "
+                                f"fewer than {least:g}: its time and CPI are uncertain by more "
+                                f"than {1 / np.sqrt(least):.0%}", kernel=kernel))
     return findings
+
+
+def _points(index: pd.Index, point: list[str]) -> str:
+    """Where findings hold, in one phrase: ``P=1, 2, 4, n=10`` when only P varies among the
+    points of ``index`` (named by ``point``), else each point."""
+    values = index.to_frame(index=False)[point] if isinstance(index, pd.MultiIndex) else \
+        pd.DataFrame({point[0]: index.to_numpy()})
+    if len(values) > 1 and all(values[name].nunique() == 1 for name in point[1:]):
+        listed = ", ".join(f"{v:g}" for v in values["p"])
+        return ", ".join([f"P={listed}",
+                          *(f"{name}={values[name].iloc[0]:g}" for name in point[1:])])
+    return "; ".join(describe_point(dict(row)) for _, row in values.iterrows())
+
+
+def _span(values: np.ndarray, shown: str | Callable[[float], str]) -> str:
+    """One value, or the first and the last of several (``84 .. 3``) where they differ as
+    shown."""
+    show = shown.format if isinstance(shown, str) else shown
+    first, last = show(values[0]), show(values[-1])
+    return first if first == last else f"{first} .. {last}"
 
 
 def varying(data: StudyData, runs: pd.DataFrame, kernels: list[str],
@@ -93,21 +115,29 @@ def varying(data: StudyData, runs: pd.DataFrame, kernels: list[str],
     point = ["p", *data.params]
     chosen = runs[runs["kernel"].isin([*kernels, APP_KERNEL])
                   & runs["metric"].isin(REPEATED_METRICS)]
-    findings = []
+    spreads = {}
     for (kernel, metric, *values), rows in chosen.groupby(["kernel", "metric", *point]):
-        if len(rows) < 2:
-            continue
-        low, high, mean = rows["value"].min(), rows["value"].max(), rows["value"].mean()
-        spread = (high - low) / mean if mean > 0 else 0.0
-        if spread > limit:
-            where = describe_point(dict(zip(point, values, strict=True)))
-            shown = seconds if metric == TIME_METRIC else number
-            findings.append(Finding("warning", f"{metric} of {kernel} at {where} varies by "
-                                    f"{spread:.0%} over {len(rows)} repetitions ("
-                                    f"{shown(low, 3)} .. {shown(high, 3)}), more than "
-                                    f"{limit:.0%}: the runs were disturbed; repeat them on a "
-                                    "quieter machine",
-                                    kernel=kernel))
+        mean = rows["value"].mean()
+        spread = (rows["value"].max() - rows["value"].min()) / mean if mean > 0 else 0.0
+        if len(rows) >= 2 and spread > limit:
+            spreads[(kernel, metric, *values)] = (spread, rows["value"].min(),
+                                                  rows["value"].max(), len(rows))
+    findings = []
+    if not spreads:
+        return findings
+    table = pd.DataFrame(spreads.values(), columns=["spread", "low", "high", "runs"],
+                         index=pd.MultiIndex.from_tuples(spreads, names=["kernel", "metric",
+                                                                         *point]))
+    for (kernel, metric), rows in table.groupby(level=["kernel", "metric"], sort=False):
+        shown = seconds if metric == TIME_METRIC else number
+        where = _points(rows.index.droplevel(["kernel", "metric"]), point)
+        ranges = "" if len(rows) > 1 else \
+            f" ({shown(rows['low'].iloc[0], 3)} .. {shown(rows['high'].iloc[0], 3)})"
+        findings.append(Finding("warning", f"{metric} of {kernel} at {where} varies by "
+                                f"{_span(np.sort(rows['spread'].to_numpy()), '{:.0%}')} over "
+                                f"{rows['runs'].max()} repetitions{ranges}, more than "
+                                f"{limit:.0%}: the runs were disturbed; repeat them on a "
+                                "quieter machine", kernel=kernel))
     return findings
 
 
