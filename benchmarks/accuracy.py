@@ -7,7 +7,8 @@ Prints, per data set, apmt's median and 90th percentile absolute percentage erro
 other method's median, apmt's ratio to the best of them, and how many of apmt's 90% intervals
 hold the measured value and their median width (upper/lower), from one run; then the same
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
-sort, the P x size sets, and all but those (--long: every method's).
+sort, the two new applications, the P x size sets, and all but those (--long: every
+method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -44,6 +45,16 @@ analytic model's 14.8% and the power law's 25.4% (122 points, 85% inside, median
 its MPI operations 58.0% against the analytic model's 49.4% (8 points, 5 inside: all methods
 missed Bcast's and Irecv's erratic times at P = 16, by 80 to 9,700%); class B from S, W and A
 (LARGEST_FROM) 0.58% against the power law's 8.0% (605 points, 95% inside, width 1.91).
+Two applications came after that, of kinds apmt had not seen (NEW_APPS, pooled as "new
+applications"): HPCCG and miniFE, sparse CG solvers of the Mantevo project (miniFE in C++
+templates), strong scaling, fit P <= 8, predict 16 and 32. Their first evaluation: HPCCG 4.9%
+against the analytic model's 8.7% (298 points, 95% inside, median width 1.81), miniFE 7.1%
+against the power law's 13.8% (524; 86%, 1.75); their MPI operations 66.1% and 313% against
+Amdahl's 25.9 and 41.5% (8 and 14 points), miniFE's intervals spanning 1e-131 to 1e129 s.
+Two mends came from them (README, "What the two new applications mended"): perf's and
+cachegrind's names of a C++ template made one (miniFE re-extracted: 7.8% against 16.6%, 546
+points, 84%, 1.81), and a backtest's error capped as a fold's (miniFE's MPI operations' widths
+1.3e13).
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -104,6 +115,9 @@ CLASSES = {"cg": "SWA", "mg": "SWA", "ft": "SWA", "lu": "SW", "bt": "SW", "sp": 
            "is": "SWA"}
 LARGEST_FROM = {"is": "SWAB"}     # only the largest class from all the others (``_size``)
 LAMMPS_MORE = {"lammps_lj08": "lj-size0.8-p1-32", "lammps_eam": "eam-cu-p1-32"}
+# two applications profiled after every rule had been set, of kinds apmt had not seen: the
+# sparse CG solvers HPCCG and miniFE (Mantevo), strong scaling, fit P <= 8, predict 16 and 32
+NEW_APPS = {"hpccg": "nz", "minife": "nx"}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -159,6 +173,10 @@ SETS = {
                                holdout="p=16") for bench, param in NPB.items()},
     **{f"npb_{bench}_comm": DataSet("communication", (f"npb/{bench}/comm.csv",), (param,),
                                     holdout="p=16") for bench, param in NPB.items()},
+    **{name: DataSet("measurements", (f"{name}/measurements.csv",), (param,),
+                     holdout="p=16,32") for name, param in NEW_APPS.items()},
+    **{f"{name}_comm": DataSet("communication", (f"{name}/comm.csv",), (param,),
+                               holdout="p=16,32") for name, param in NEW_APPS.items()},
     **TOGETHER_SETS,
 }
 
@@ -236,13 +254,15 @@ DEVELOPED_ON = ("relearn", "lulesh_caliper", "mpi_collectives", "mm_cubeset", "l
                 "lammps_comm")
 ADDED_LAST_SETS = tuple(f"npb_{bench}{part}" for bench in ADDED_LAST for part in ("", "_comm"))
 SORT_SETS = tuple(f"npb_{bench}{part}" for bench in SORT for part in ("", "_comm"))
+NEW_APP_SETS = tuple(f"{name}{part}" for name in NEW_APPS for part in ("", "_comm"))
 TOGETHER = tuple(TOGETHER_SETS)
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
     """summary() per set, then pooled: over the sets apmt was developed on, over the others,
-    over the last added of them, and over all; the P x size sets (TOGETHER) hold the points
-    of the NPB sets again, and are pooled on their own."""
+    over the last added of them, the integer sort, the two new applications, and over all;
+    the P x size sets (TOGETHER) hold the points of the NPB sets again, and are pooled on
+    their own."""
     rows = [summary(rows).assign(set=name, seconds=rows["seconds"].iloc[0])
             for name, rows in evaluation.groupby("set", sort=False)]
     developed = evaluation["set"].isin(DEVELOPED_ON)
@@ -251,6 +271,7 @@ def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
                        ("not developed on", evaluation[~developed & ~together]),
                        ("added last", evaluation[evaluation["set"].isin(ADDED_LAST_SETS)]),
                        ("integer sort", evaluation[evaluation["set"].isin(SORT_SETS)]),
+                       ("new applications", evaluation[evaluation["set"].isin(NEW_APP_SETS)]),
                        ("classes together", evaluation[together]),
                        ("all", evaluation[~together])):
         if not part.empty:
