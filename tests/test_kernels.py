@@ -179,31 +179,30 @@ def test_relearn_application_kernel(measured_data: Path) -> None:
     assert (kernels["max_share"] <= 1.0 + 1e-9).all()
 
 
-def test_one_name_per_function_whichever_tool_saw_it() -> None:
-    """cachegrind prints C++ parameter lists, perf does not; glibc symbols carry versions."""
+@pytest.mark.parametrize(("symbol", "name"), [
+    ("LAMMPS_NS::PairLJCut::compute(int, int)", "LAMMPS_NS::PairLJCut::compute"),
+    ("std::vector<int>::push_back(int const&) const", "std::vector<int>::push_back"),
+    ("clock_nanosleep@GLIBC_2.2.5", "clock_nanosleep"),
+    ("Functor::operator()(double)", "Functor::operator()"),
+    ("main", "main"),
+    ("void miniFE::cg_solve<miniFE::CSRMatrix<double, int, int> >",
+     "miniFE::cg_solve<miniFE::CSRMatrix<double, int, int> >"),
+    ("unsigned long ns::stats<A<int, 2> >(A<int, 2> const&) [clone .isra.0]",
+     "ns::stats<A<int, 2> >"),
+    ("void (anonymous namespace)::g<int>(int)", "(anonymous namespace)::g<int>"),
+    ("bool ns::operator< <int>(X const&, X const&)", "ns::operator< <int>"),
+    ("bool std::operator==<char>(std::string const&)", "std::operator==<char>"),
+    ("ns::A::operator unsigned long() const", "ns::A::operator unsigned long"),
+    ("operator new(unsigned long)", "operator new"),
+    ("non-virtual thunk to ns::A::f()", "non-virtual thunk to ns::A::f"),
+])
+def test_one_name_per_function_whichever_tool_saw_it(symbol: str, name: str) -> None:
+    """cachegrind prints C++ parameter lists and a template's return type, perf neither;
+    glibc symbols carry versions, gcc's copies a clone suffix; an operator's brackets are
+    no brackets, a thunk's words are its own."""
     from apmt.names import function_name
 
-    assert function_name("LAMMPS_NS::PairLJCut::compute(int, int)") == \
-        "LAMMPS_NS::PairLJCut::compute"
-    assert function_name("std::vector<int>::push_back(int const&) const") == \
-        "std::vector<int>::push_back"
-    assert function_name("clock_nanosleep@GLIBC_2.2.5") == "clock_nanosleep"
-    assert function_name("Functor::operator()(double)") == "Functor::operator()"
-    assert function_name("main") == "main"
-    # a template's return type (cachegrind prints it, perf not), gcc's clones, operators
-    assert function_name("void miniFE::cg_solve<miniFE::CSRMatrix<double, int, int> >") == \
-        "miniFE::cg_solve<miniFE::CSRMatrix<double, int, int> >"
-    assert function_name("unsigned long ns::stats<A<int, 2> >(A<int, 2> const&) "
-                         "[clone .isra.0]") == "ns::stats<A<int, 2> >"
-    assert function_name("void (anonymous namespace)::g<int>(int)") == \
-        "(anonymous namespace)::g<int>"
-    assert function_name("bool ns::operator< <int>(X const&, X const&)") == "ns::operator< <int>"
-    assert function_name("bool std::operator==<char>(std::string const&)") == \
-        "std::operator==<char>"
-    assert function_name("ns::A::operator unsigned long() const") == \
-        "ns::A::operator unsigned long"
-    assert function_name("operator new(unsigned long)") == "operator new"
-    assert function_name("non-virtual thunk to ns::A::f()") == "non-virtual thunk to ns::A::f"
+    assert function_name(symbol) == name
 
 
 def runtime_table() -> pd.DataFrame:
