@@ -4,6 +4,7 @@ the PMPI library), and on small tables with a known answer."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -346,3 +347,28 @@ def test_a_regime_the_fits_start_after_is_said(measured_data: Path, tmp_path: Pa
     result = sections(study_folder(tmp_path / "lammps", model, measurements))
     assert f"the runs at p < {start:g} follow another regime" in \
         section(result, "Strong scaling").note
+
+
+def test_runs_on_shared_cores_are_said_to_predict_crowded_runs(measured_data: Path,
+                                                               tmp_path: Path) -> None:
+    """miniFE profiled on 2 cores at P = 1..32: its time stops falling at P = 3, the first run
+    with more ranks than cores, and the model carries the crowding on (15 s at P = 256). The
+    strong-scaling section says which runs shared cores, that the model's times from them on
+    are of such runs, and that the stop is the machine's; without the provenance's list of
+    such runs it says nothing of the kind."""
+    measurements = read_table(measured_data / "minife/measurements.csv", "measurements")
+    comm = read_table(measured_data / "minife/comm.csv", "communication")
+    folder = study_folder(tmp_path / "minife", build_model(measurements, ["nx"], comm=comm,
+                                                           source="minife"), measurements)
+    write_table(comm, folder / "comm.csv")
+    provenance = json.loads((measured_data / "minife/provenance.json").read_text())
+    provenance.update(machine_file=MACHINE, machine=MACHINE)   # the probed one is not shipped
+    (folder / "measurements.csv.provenance.json").write_text(json.dumps(provenance))
+    strong = section(sections(folder), "Strong scaling")
+    [crowded] = [f for f in strong.findings if "more ranks than cores" in f.text]
+    assert crowded.severity == "warning" and crowded.p == 3
+    assert crowded.text.startswith("the runs at P=3, 4, 6, 8, 16, 32 had more ranks")
+    assert "stops falling where the ranks began to share cores (P=3)" in crowded.text
+    (folder / "measurements.csv.provenance.json").unlink()
+    strong = section(sections(folder), "Strong scaling")
+    assert not any("more ranks than cores" in f.text for f in strong.findings)

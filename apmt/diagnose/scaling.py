@@ -101,7 +101,7 @@ def sections(study_dir: Path, p_values: Sequence[int] | None = None, *,
             f"{study_dir / layout.MEASUREMENTS} -o {study_dir / layout.MODEL})")))
     else:
         scales = _p_values(p_values, measured, data.predicted_p, study_dir)
-        result += scaling_sections(model, measurements, scales)
+        result += scaling_sections(model, measurements, scales, data.oversubscribed_p)
     threshold = model.threshold if model else KEY_THRESHOLD
     result.append(imbalance.section(measurements, data.comm, params, threshold,
                                     data.oversubscribed_p))
@@ -110,19 +110,22 @@ def sections(study_dir: Path, p_values: Sequence[int] | None = None, *,
     return result
 
 
-def scaling_sections(model: Model, measurements: pd.DataFrame,
-                     p_values: list[float]) -> list[Section]:
+def scaling_sections(model: Model, measurements: pd.DataFrame, p_values: list[float],
+                     oversubscribed_p: set[int] = frozenset()) -> list[Section]:
     """Strong scaling (and weak, for a weak-scaling model), ranking and non-scalable
-    functions at the given P."""
+    functions at the given P; ``oversubscribed_p``: the P of runs with more ranks than
+    cores (apmt.diagnose.imbalance.oversubscribed)."""
     # the work per rank of per-rank parameters stays as P grows: that is weak scaling
     first = "weak" if model.scaling == "weak" and not _total_params(model) else "strong"
     values, setting = scale_values(model, measurements, p_values, "strong")
     strong = components(model, values)
-    result = [scaling_section(model, measurements, values, strong, first, setting)]
+    result = [scaling_section(model, measurements, values, strong, first, setting,
+                              oversubscribed_p)]
     if model.scaling == "weak" and _total_params(model):
         values, setting = scale_values(model, measurements, p_values, "weak")
         weak = components(model, values)
-        result.append(scaling_section(model, measurements, values, weak, "weak", setting))
+        result.append(scaling_section(model, measurements, values, weak, "weak", setting,
+                                      oversubscribed_p))
     return [*result, ranking_section(model, strong, measurements["p"].max()),
             nonscalable_section(model, measurements, strong)]
 
@@ -280,15 +283,38 @@ def kernel_times(model: Model, parts: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- the sections
 
 def scaling_section(model: Model, measurements: pd.DataFrame, values: dict[str, np.ndarray],
-                    parts: pd.DataFrame, mode: str, setting: str) -> Section:
-    """Which part dominates at each P, where the total stops falling and what makes it rise."""
+                    parts: pd.DataFrame, mode: str, setting: str,
+                    oversubscribed_p: set[int] = frozenset()) -> Section:
+    """Which part dominates at each P, where the total stops falling and what makes it rise;
+    what runs with more ranks than cores mean for it."""
     levels, reasons = application_trust(model, values)
     table = breakdown(model, values, parts, measurements, levels)
     measured_max = float(measurements["p"].max())
     findings = _dominance(table, measured_max) + _minimum(table, parts, measured_max, mode)
     findings += _unsupported(values, levels, reasons)
+    findings += _shared_cores(table, oversubscribed_p, mode)
     title = f"{mode.capitalize()} scaling" + (f" ({setting})" if setting else "")
     return Section(title, findings, table, _scaling_note(model, parts, measured_max))
+
+
+def _shared_cores(table: pd.DataFrame, oversubscribed_p: set[int], mode: str) -> list[Finding]:
+    """Runs with more ranks than cores: their times hold the waits for a core, and a model of
+    them predicts runs as crowded, not a cluster's (on 2 cores miniFE's time stopped falling
+    at P = 3, the first such run, and the model carried the crowding to 17.9 s at P = 256)."""
+    if not oversubscribed_p:
+        return []
+    first = min(oversubscribed_p)
+    shown = ", ".join(f"{p:g}" for p in sorted(oversubscribed_p))
+    p, stop = table["p"].to_numpy(float), ""
+    edge = {float(first), *p[p < first][-1:]}   # the first crowded P and the last before it
+    if mode == "strong" and p[int(np.argmin(table["time"].to_numpy(float)))] in edge:
+        stop = (f"; the total stops falling where the ranks began to share cores (P={first}), "
+                "which says more about the machine than about the application")
+    return [Finding("warning", f"the runs at P={shown} had more ranks than cores: their times "
+                               "include waiting for a core, and the model's times from them on "
+                               "are of runs as crowded, not of runs with a core per rank; "
+                               "profile on as many cores as ranks to predict a cluster" + stop,
+                    p=first)]
 
 
 def _unsupported(values: dict[str, np.ndarray], levels: list[str],
