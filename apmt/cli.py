@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -39,6 +40,9 @@ from apmt.tables import (
     write_text_atomic,
 )
 from apmt.work import parse_work
+
+if TYPE_CHECKING:
+    from apmt.model import Model
 
 EXIT_ERROR = 2
 STDOUT = Path("-")
@@ -644,7 +648,21 @@ def run_predict(args: argparse.Namespace) -> None:
     targets = parse_points(args.at, model.params)
     table = predict(model, targets, args.volume_ratio)
     output_table(table, args.output)
-    say(describe_app_rows(table, model.params), args.output)
+    say("\n".join([describe_app_rows(table, model.params), *crowded_runs(model)]), args.output)
+
+
+def crowded_runs(model: Model) -> list[str]:
+    """One warning line when the model was fitted on runs with more ranks than cores (the
+    profiling's provenance lists them): what it predicts are runs as crowded, not a
+    cluster's."""
+    from apmt.diagnose.imbalance import oversubscribed
+
+    crowded = oversubscribed((model.provenance or {}).get("import"))
+    if not crowded:
+        return []
+    shown = ", ".join(str(p) for p in sorted(crowded))
+    return [f"warning: the model was fitted on runs with more ranks than cores (P={shown}): "
+            "its times from there on are of runs as crowded, not of runs with a core per rank"]
 
 
 def parse_points(specs: list[str], params: list[str]) -> pd.DataFrame:

@@ -7,6 +7,7 @@ import importlib.util
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -340,3 +341,28 @@ def test_diagnose_finds_the_last_rounds_tables(relearn: SimpleNamespace, tmp_pat
     missing = cli("diagnose", tmp_path / "empty")
     assert missing.code == 2 and missing.err.count("\n") == 1
     assert f"{tmp_path / 'empty' / 'rounds'}/r*/" in missing.err
+
+
+def test_predict_warns_of_a_model_fitted_on_crowded_runs(measured_data: Path, tmp_path: Path,
+                                                         cli) -> None:
+    """miniFE profiled on 2 cores: its provenance lists the runs with more ranks than cores
+    (P = 3..32), and `apmt predict` says that what it predicts from them are runs as crowded;
+    without that list it does not."""
+    for crowded in (True, False):
+        folder = tmp_path / str(crowded)
+        folder.mkdir()
+        shutil.copy2(measured_data / "minife/measurements.csv", folder / "measurements.csv")
+        if crowded:
+            shutil.copy2(measured_data / "minife/provenance.json",
+                         folder / "measurements.csv.provenance.json")
+        fit = cli("fit", folder / "measurements.csv", "--param", "nx", "-o",
+                  folder / "model.json")
+        assert fit.code == 0, fit.err
+        run = cli("predict", folder / "model.json", "--at", "p=64,nx=64", "-o",
+                  folder / "predictions.csv")
+        assert run.code == 0, run.err
+        warnings = [line for line in run.out.splitlines() if "more ranks than cores" in line]
+        assert warnings == ([
+            "warning: the model was fitted on runs with more ranks than cores (P=3, 4, 6, 8, "
+            "16, 32): its times from there on are of runs as crowded, not of runs with a core "
+            "per rank"] if crowded else [])
