@@ -368,7 +368,7 @@ def test_runs_on_shared_cores_are_said_to_predict_crowded_runs(measured_data: Pa
     [crowded] = [f for f in strong.findings if "more ranks than cores" in f.text]
     assert crowded.severity == "warning" and crowded.p == 3
     assert crowded.text.startswith("the runs at P=3, 4, 6, 8, 16, 32 had more ranks")
-    assert "stops falling where the ranks began to share cores (P=3)" in crowded.text
+    assert "stops falling where the ranks share cores (from P=3)" in crowded.text
     (folder / "measurements.csv.provenance.json").unlink()
     strong = section(sections(folder), "Strong scaling")
     assert not any("more ranks than cores" in f.text for f in strong.findings)
