@@ -104,6 +104,14 @@ def executable(pid: int) -> str:
         return ""
 
 
+def command_line(pid: int) -> list[bytes]:
+    """The words a process runs with ([] while an exec has not set them yet, or once gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    except OSError:
+        return []
+
+
 def ancestors(pid: int, until: int) -> list[str]:
     """What the processes between a process and its ancestor ``until`` run, nearest first;
     AssertionError if ``until`` is not an ancestor."""
@@ -130,11 +138,14 @@ def test_each_rank_is_the_application_with_no_shell_before_it(ring: Path,
         for rank in (0, 1):
             pid = int((run_dir / f"rank.{rank}.pid").read_text())
             deadline = time.monotonic() + 30
-            while executable(pid) != program.name and time.monotonic() < deadline:
-                time.sleep(0.02)          # the pid file is written just before the exec
+            # the pid file is written just before the exec, and the kernel names the new
+            # executable a moment before it sets the new command line (once seen empty)
+            while not (executable(pid) == program.name and command_line(pid)) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.02)
             assert executable(pid) == program.name
-            assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1] == [
-                str(program).encode(), b"20000", str(LONG_STEPS).encode()]
+            assert command_line(pid) == [str(program).encode(), b"20000",
+                                         str(LONG_STEPS).encode()]
             chain = ancestors(pid, process.pid)
             assert chain and not [name for name in chain
                                   if name in SHELLS or name.startswith("python")], chain
