@@ -29,15 +29,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from apmt.fit import t_quantile
 from apmt.machine import Machine
 from apmt.tables import TIME_METRIC
 
 LEVELS = {"l1_hits": "l1", "l2_hits": "l2", "llc_hits": "llc", "llc_misses": "memory"}
-CONFIDENCE = 0.90
 MAX_BF_WIDTH = 0.5          # a 90% interval of BF_mem wider than this says too little
 BF_RANGE = (0.0, 1.0)       # the share of memory time not overlapped
 MIN_RUNS = 3
-Z90 = stats.norm.ppf(0.5 + CONFIDENCE / 2)
 
 COUNTED, FREQUENCY, ACROSS, NONE = "counted stalls", "lower frequency", "across runs", "none"
 
@@ -186,7 +185,7 @@ def split(runs: pd.DataFrame) -> Split:
         return replace(none, why=f"T_mem per instruction varies by {variation:.1%} across "
                        "the runs")
     fit = stats.linregress(t_mem, cpi)
-    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 2) * np.array([fit.stderr, fit.intercept_stderr])
+    half = t_quantile(n - 2) * np.array([fit.stderr, fit.intercept_stderr])
     bf = (fit.slope - half[0], fit.slope + half[0])
     core = (fit.intercept - half[1], fit.intercept + half[1])
     residual_sd = predictive_sd(cpi - fit.intercept - fit.slope * t_mem, n - 2)

@@ -428,7 +428,7 @@ class SeriesFit:
             if self.hypothesis.form == "linear":
                 design = design / chosen[:, None]
             leverage = np.einsum("ik,kl,il->i", design, self.inverse_gram, design)
-            quantile = _t_quantile(max(self.dof, 1))
+            quantile = t_quantile(max(self.dof, 1))
             half_width = quantile * self.sigma * np.sqrt(1.0 + np.nan_to_num(leverage, nan=1e6))
             logs = np.log(np.maximum(shapes, TINY))
             positive = shapes > 0
@@ -533,7 +533,7 @@ def _with_scatter(center: np.ndarray, low: np.ndarray, high: np.ndarray, scatter
 
 
 @lru_cache(maxsize=64)
-def _t_quantile(dof: int) -> float:
+def t_quantile(dof: int) -> float:
     """The two-sided INTERVAL_LEVEL quantile of Student's t with ``dof`` degrees of freedom,
     computed once per dof: scipy's is slow beside a prediction."""
     return float(stats.t.ppf(0.5 + INTERVAL_LEVEL / 2, dof))

@@ -46,6 +46,7 @@ from apmt.fit import (
     fit_many,
     linear_law,
     power_law,
+    t_quantile,
 )
 from apmt.series import (
     MIN_DISTINCT_P,
@@ -551,8 +552,7 @@ def small_sample_bound(ratios: np.ndarray) -> float:
     Why: the conformal rank ceil((n + 1) * 0.9) exceeds n below 9 backtests, and the
     largest of n ratios bounds one more with probability n / (n + 1) only, 80% from 4
     (a table of 4 MPI operations: NPB SP S's held 2 of its 4 values at P = 16)."""
-    quantile = stats.t.ppf(0.5 + INTERVAL_LEVEL / 2, len(ratios))
-    return float(quantile * np.sqrt(np.mean(np.square(ratios))))
+    return t_quantile(len(ratios)) * float(np.sqrt(np.mean(np.square(ratios))))
 
 
 # --------------------------------------------------------------------------------- the fitting

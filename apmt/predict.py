@@ -13,8 +13,8 @@ import pandas as pd
 
 from apmt import trust
 from apmt.comm import Operation
-from apmt.counters import LEVELS, Z90, memory_cycles
-from apmt.fit import SeriesFit
+from apmt.counters import LEVELS, memory_cycles
+from apmt.fit import Z_INTERVAL, SeriesFit
 from apmt.kernels import OTHERS
 from apmt.model import NO_TIME, PARTS, UNACCOUNTED, LeftOut, Model
 from apmt.series import point_values
@@ -314,7 +314,7 @@ def _with_spread(bounds: Bounds, relative_sd: float) -> Bounds:
     """Bounds widened by an independent relative spread (its 90% part), in quadrature."""
     predicted, lower, upper = bounds
     with np.errstate(invalid="ignore", over="ignore"):   # no finite prediction: none of it
-        extra = predicted * Z90 * relative_sd
+        extra = predicted * Z_INTERVAL * relative_sd
         return (predicted, predicted - np.hypot(predicted - lower, extra),
                 predicted + np.hypot(upper - predicted, extra))
 

@@ -115,19 +115,12 @@ def varying(data: StudyData, runs: pd.DataFrame, kernels: list[str],
     point = ["p", *data.params]
     chosen = runs[runs["kernel"].isin([*kernels, APP_KERNEL])
                   & runs["metric"].isin(REPEATED_METRICS)]
-    spreads = {}
-    for (kernel, metric, *values), rows in chosen.groupby(["kernel", "metric", *point]):
-        mean = rows["value"].mean()
-        spread = (rows["value"].max() - rows["value"].min()) / mean if mean > 0 else 0.0
-        if len(rows) >= 2 and spread > limit:
-            spreads[(kernel, metric, *values)] = (spread, rows["value"].min(),
-                                                  rows["value"].max(), len(rows))
+    found = chosen.groupby(["kernel", "metric", *point])["value"].agg(
+        low="min", high="max", mean="mean", runs="count")
+    spread = (found["high"] - found["low"]) / found["mean"]
+    found["spread"] = spread.where(found["mean"] > 0, 0.0)
+    table = found[(found["runs"] >= 2) & (found["spread"] > limit)]
     findings = []
-    if not spreads:
-        return findings
-    table = pd.DataFrame(spreads.values(), columns=["spread", "low", "high", "runs"],
-                         index=pd.MultiIndex.from_tuples(spreads, names=["kernel", "metric",
-                                                                         *point]))
     for (kernel, metric), rows in table.groupby(level=["kernel", "metric"], sort=False):
         shown = seconds if metric == TIME_METRIC else number
         where = _points(rows.index.droplevel(["kernel", "metric"]), point)
