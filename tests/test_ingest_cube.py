@@ -94,6 +94,28 @@ def test_mm_cube_set(data: Path) -> None:
     assert fp_ops.sort_values("x")["value"].is_monotonic_increasing
 
 
+def test_a_cube_set_as_extra_p_writes_them(data: Path, tmp_path: Path) -> None:
+    """Extra-P's cube sets also keep several profiles of one point in one directory, under
+    any name (``profile1.cubex``), and mix names with a repetition and without, with the
+    parameters in any order: each profile is one repetition of its point, none read twice
+    or left out. Scalasca's summary.cubex beside a profile.cubex analyses that same run."""
+    source = data / "scorep_counters" / "mm_cubeset"
+    layout = {"mm.x1y1z1/profile1.cubex": "mm.x1y1z1.r1", "mm.x1y1z1/profile2.cubex":
+              "mm.x10y1z1.r1", "mm.z1y1x10.r1/profile.cubex": "mm.x10y1z1.r1",
+              "x10y1z1/profile.cubex": "mm.x10y1z1.r1",
+              "x10y1z1/summary.cubex": "mm.x2000y1z1.r1"}
+    for target, run in layout.items():
+        (tmp_path / target).parent.mkdir(exist_ok=True)
+        shutil.copy(source / run / "profile.cubex", tmp_path / target)
+    table = checked(read_cube([tmp_path]))
+    runs = table.groupby(["x", "rep"])["value"].size()
+    assert sorted(runs.index) == [(1, 1), (1, 2), (10, 1), (10, 2)]
+    alone = checked(read_cube([source / "mm.x10y1z1.r1"]))
+    assert runs.to_list() == [len(alone)] * 4, "each profile read once, the summary not at all"
+    first, second = (table[(table["x"] == 1) & (table["rep"] == rep)] for rep in (1, 2))
+    assert first["value"].sum() != second["value"].sum(), "both of the folder's profiles"
+
+
 def test_reading_is_fast(data: Path) -> None:
     start = time.perf_counter()
     read_cube([data / "scorep_counters" / "blast.p64.r1"])

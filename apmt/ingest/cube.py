@@ -34,6 +34,9 @@ A name without a '.' that is not in that naming either (Score-P's own experiment
 ``scorep-20251127_1030_4417``) carries no parameters: such runs take p from their profiles.
 Runs whose names give no repetition are numbered, in the order given, among the runs of the
 same p and parameters: two runs at one P are two repetitions, not one run of twice the ranks.
+A run directory without a ``profile.cubex`` stands for each of its ``.cubex`` files, as in
+Extra-P's cube sets (``mm.x1y1z1/profile1.cubex``, ``profile2.cubex``): repetitions of its point,
+numbered so.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import re
 import struct
 import tarfile
 import zlib
+from collections import Counter
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -95,37 +99,62 @@ def read_cube(paths: list[Path]) -> pd.DataFrame:
     All runs must carry the same parameters in their names, as in Extra-P's cube sets.
     """
     runs = [run for path in paths for run in find_profiles(Path(path))]
-    tables = _numbered([_read_run(run) for run in runs])
+    shared = {folder for folder, count in Counter(run.parent for run in runs).items()
+              if count > 1}
+    tables = _numbered([_read_run(run, run.parent in shared) for run in runs])
     _check_same_parameters(runs, tables)
     return pd.concat(tables, ignore_index=True)
 
 
 def _numbered(tables: list[pd.DataFrame]) -> list[pd.DataFrame]:
-    """Each run without a repetition in its name gets one: its place among the runs of the
-    same p and parameters, in the order given (1, 2, ...)."""
-    seen: dict[tuple, int] = {}
+    """Each run without a repetition in its name gets one: the next after those its point
+    (p and parameters) already has, in the order given (1, 2, ...)."""
+    used: dict[tuple, set[int]] = {}
+    for table in tables:
+        if "rep" in table.columns and len(table):
+            used.setdefault(_point(table), set()).add(int(table["rep"].iloc[0]))
     numbered = []
     for table in tables:
         if "rep" not in table.columns:
-            run = tuple(table[_param_names(table)].iloc[0]) if len(table) else ()
-            seen[run] = seen.get(run, 0) + 1
-            table = table.assign(rep=seen[run])
+            taken = used.setdefault(_point(table), set())
+            rep = next(number for number in range(1, len(taken) + 2) if number not in taken)
+            taken.add(rep)
+            table = table.assign(rep=rep)
         numbered.append(table)
     return numbered
 
 
+def _point(table: pd.DataFrame) -> tuple:
+    """The run's p and parameters by name, whatever the order of its columns."""
+    names = sorted(name for name in _param_names(table) if name != "rep")
+    return tuple((name, table[name].iloc[0]) for name in names) if len(table) else ()
+
+
 def find_profiles(path: Path) -> list[Path]:
-    """The profiles a path stands for: itself, its profile.cubex, or its subdirectories' ones."""
+    """The profiles a path stands for: itself; a run directory's (run_profiles); else those of
+    its subdirectories, each a run; else the directory's own .cubex files."""
     if path.is_file():
         return [path]
     if not path.is_dir():
         raise ApmtError(f"{path}: no such file or directory")
     if (path / PROFILE).is_file():
         return [path / PROFILE]
-    runs = sorted(path.glob(f"*/{PROFILE}"))
+    runs = [profile for folder in sorted(p for p in path.iterdir() if p.is_dir())
+            for profile in run_profiles(folder)] or run_profiles(path)
     if not runs:
-        raise ApmtError(f"{path}: no {PROFILE} in it or in its subdirectories")
+        raise ApmtError(f"{path}: no {PROFILE} (nor another .cubex file) in it or in its "
+                        "subdirectories")
     return runs
+
+
+def run_profiles(folder: Path) -> list[Path]:
+    """A run directory's profiles: its profile.cubex, Score-P's (Scalasca's summary.cubex
+    beside it analyses the same run); without one, each of its .cubex files is a repetition
+    of the run's point, as Extra-P's cube reader takes them (``profile1.cubex``,
+    ``profile2.cubex``)."""
+    if (folder / PROFILE).is_file():
+        return [folder / PROFILE]
+    return sorted(f for f in folder.glob("[!.]*.cubex") if f.is_file())
 
 
 def parse_run_name(directory: Path) -> dict[str, float]:
@@ -176,9 +205,13 @@ def metric_name(name: str) -> str:
     return metric_aliases().get(name.lower(), name.lower())
 
 
-def _read_run(profile: Path) -> pd.DataFrame:
-    """One profile's rows, with the run's p, parameters and repetition from its directory."""
+def _read_run(profile: Path, shared: bool = False) -> pd.DataFrame:
+    """One profile's rows, with the run's p, parameters and repetition from its directory.
+    A directory ``shared`` by several profiles names no single repetition: each is
+    numbered (_numbered)."""
     params = _run_parameters(profile.parent)
+    if shared:
+        params.pop("rep", None)
     matrices, paths, ranks = _read_profile(profile)
     count = len(np.unique(ranks[ranks >= 0]))
     p = int(params.pop("p", count))
@@ -341,9 +374,9 @@ def _long(metric: str, frame: pd.DataFrame, entered: pd.DataFrame | None) -> pd.
 
 def _check_same_parameters(runs: list[Path], tables: list[pd.DataFrame]) -> None:
     """Refuse to mix runs whose names carry different parameters (one table, one column set)."""
-    first = list(tables[0].columns)
+    first = set(tables[0].columns)
     for run, table in zip(runs, tables, strict=True):
-        if list(table.columns) != first:
+        if set(table.columns) != first:
             raise ApmtError(f"{run.parent}: parameters {_params(table)} differ from "
                             f"{runs[0].parent}'s {_params(tables[0])}; a cube set needs the "
                             "same parameters in every run name")
