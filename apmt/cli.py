@@ -231,6 +231,10 @@ def _add_import(commands: argparse._SubParsersAction, common: argparse.ArgumentP
     sub = commands.add_parser("import", parents=[common], help="profiles -> a tidy table")
     sub.add_argument("format", choices=list(FORMATS))
     sub.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    sub.add_argument("--processes", metavar="NAME|N",
+                     help="extrap-text: the parameter that counts the processes (default: "
+                          "p, processes, ranks, procs, nprocs or np), or the number of "
+                          "processes every run used, for a file that names none")
     _add_table_output(sub, "OUT.csv", "; with a file, its provenance goes beside it "
                                       "(OUT.csv.provenance.json)")
     sub.set_defaults(run=run_import)
@@ -499,10 +503,11 @@ def run_import(args: argparse.Namespace) -> None:
     from apmt.model import provenance
 
     _check_writable_format(args.output)
-    table, kind = import_profiles(args.format, args.paths)
+    table, kind = import_profiles(args.format, args.paths, args.processes)
     record = provenance(input_files(args.format, args.paths),
                         {"command": "import", "format": args.format, "kind": kind,
                          "paths": [str(path) for path in args.paths], "rows": len(table),
+                         "processes": args.processes,
                          "call_path_values": CALL_PATH_VALUES.get(args.format)})
     text = json.dumps(record, indent=1) + "\n"
     output_table(table, args.output)

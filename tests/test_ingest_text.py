@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from apmt import layout
 from apmt.errors import ApmtError
 from apmt.ingest import FORMATS, import_profiles
 from apmt.ingest.collectives import read_collectives
@@ -105,15 +107,21 @@ def test_extrap_two_parameters_on_one_line() -> None:
     assert np.allclose(table["value"], formula, rtol=1e-12, atol=0)
 
 
-def test_extrap_tab_separated_fields(tmp_path: Path) -> None:
+@pytest.mark.parametrize("named", ["in the file", "by the caller"])
+def test_extrap_tab_separated_fields(tmp_path: Path, named: str) -> None:
     """Extra-P's file with every field tab-separated reads to its end (then lacks p); with
-    its x called p, each of its 60 points carries the value of its own formula first."""
+    its x called p, in the file or by the caller, each of its 60 points carries the value of
+    its own formula first."""
     source = EXTRAP_FILES / "two_parameter_segmented_1.txt"
-    with pytest.raises(ApmtError, match=re.escape(f"{source}: no parameter 'p' among x, y: ")):
+    with pytest.raises(ApmtError,
+                       match=re.escape(f"{source}: no parameter 'p' is among x, y: ")):
         read_extrap_text([source])
-    renamed = tmp_path / "p_y.txt"
-    renamed.write_bytes(source.read_bytes().replace(b"PARAMETER x\n", b"PARAMETER p\n", 1))
-    table = read_extrap_text([renamed])
+    if named == "in the file":
+        renamed = tmp_path / "p_y.txt"
+        renamed.write_bytes(source.read_bytes().replace(b"PARAMETER x\n", b"PARAMETER p\n", 1))
+        table = read_extrap_text([renamed])
+    else:
+        table = read_extrap_text([source], processes="X")
     assert len(table) == 300
     assert set(table["kernel"]) == {"reg"} and set(table["metric"]) == {"metr"}
     first = table[table["rep"] == 1]
@@ -124,13 +132,42 @@ def test_extrap_tab_separated_fields(tmp_path: Path) -> None:
 
 
 def test_extrap_file_without_process_count(tmp_path: Path, cli) -> None:
-    """Refused in one line that says how to make the file importable."""
+    """Refused in one line that says how to make the file importable; imported when the
+    user says which parameter counts the processes, or how many every run used (a study
+    of sizes on one node). Either is kept in the table's provenance."""
     source = EXTRAP_FILES / "one_parameter_1.txt"
     output = tmp_path / "table.csv"
     run = cli("import", "extrap-text", source, "-o", output)
     assert run.code == 2 and not output.exists()
     assert run.err.splitlines() == [
-        f"apmt: error: {source}: no parameter 'p' among x: {NO_P_HINT}"]
+        f"apmt: error: {source}: no parameter 'p' is among x: {NO_P_HINT}, or say which "
+        "parameter counts them, or how many every run used (apmt import --processes)"]
+    x_values = [20, 30, 40, 50, 60]
+    for processes, p_values, params in (("x", x_values, []), ("4", [4], ["x"])):
+        run = cli("import", "extrap-text", source, "--processes", processes, "-o", output)
+        assert run.code == 0, run.err
+        table = pd.read_csv(output)
+        assert [c for c in table.columns if c not in ("kernel", "metric", "rep", "value")] \
+            == ["p", *params]
+        assert sorted(table["p"].unique()) == p_values and len(table) == 30
+        provenance = json.loads(layout.sidecar(output).read_text())
+        assert provenance["processes"] == processes
+    assert sorted(table["x"].unique()) == x_values
+
+
+@pytest.mark.parametrize(("fmt", "processes", "problem"), [
+    ("extrap-text", "4", "the file names its process count ('p' among p, n): processes=4"),
+    ("extrap-text", "0", "processes=0: a count of processes is 1 or more"),
+    ("extrap-text", "size", "processes='size' is not among p, n"),
+    ("cube", "4", "processes=4: only for extrap-text; cube profiles say how many ranks"),
+])
+def test_processes_named_wrongly(measured_data: Path, fmt: str, processes: str,
+                                 problem: str) -> None:
+    """RELeARN's file names p already; a cube set's profiles know their ranks."""
+    source = measured_data / ("relearn/relearn_data.txt" if fmt == "extrap-text"
+                              else "scorep_counters/mm_cubeset")
+    with pytest.raises(ApmtError, match=re.escape(problem)):
+        import_profiles(fmt, [source], processes)
 
 
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
@@ -161,7 +198,7 @@ def test_extrap_file_given_twice_writes_nothing(tmp_path: Path, cli) -> None:
 @pytest.mark.parametrize(("text", "problem"), [
     ("PARAMETER p\nPOINTS (4 1) (8 1)\n", "point '4 1' has 2 values for 1 parameter(s)"),
     ("PARAMETER p\nPOINTS 4 8\nREGION r\nDATA 1\nPARAMETER q\n", "PARAMETER 'q' after POINTS"),
-    ("PARAMETER n\nPOINTS 4 8\nREGION r\nDATA 1\n", f"no parameter 'p' among n: {NO_P_HINT}"),
+    ("PARAMETER n\nPOINTS 4 8\nREGION r\nDATA 1\n", f"no parameter 'p' is among n: {NO_P_HINT}"),
     ("PARAMETER p p\nPOINTS (4 1)\n", "line 1: parameter 'p' named twice"),
     ("PARAMETER processes\nPARAMETER n p\n", "line 2: parameter 'p' named twice"),
     ("PARAMETER\nPOINTS 4 8\n", "line 1: PARAMETER names no parameter"),

@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 
 import jsonschema
+import pandas as pd
 import pytest
 import yaml
 
@@ -160,6 +161,23 @@ def test_a_study_name_that_would_leave_results_is_refused(tmp_path: Path, name: 
     done = dry_run("--configfile", str(extra))
     assert done.returncode != 0
     assert "does not match" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def test_a_study_says_which_parameter_counts_the_processes(tmp_path: Path) -> None:
+    """An Extra-P text file may call its process count anything (Extra-P's own test files
+    say x): the study's ``processes`` names it for the import; a count of 0 is refused."""
+    fixture = REPOSITORY / "tests" / "fixtures" / "extrap_text" / "one_parameter_1.txt"
+    folder = workflow_copy(tmp_path, {"sizes": {"import": {
+        "paths": ["data/one_parameter_1.txt"], "processes": "x"}}})
+    shutil.copy(fixture, folder / "data")
+    done = snakemake("--cores", "1", "results/sizes/measurements.csv", cwd=folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = pd.read_csv(folder / "results" / "sizes" / "measurements.csv")
+    assert sorted(table["p"].unique()) == [20, 30, 40, 50, 60] and "x" not in table.columns
+    (folder / "config" / "config.yaml").write_text(yaml.safe_dump({"studies": {"sizes": {
+        "import": {"paths": ["data/one_parameter_1.txt"], "processes": 0}}}}))
+    refused = snakemake("--dry-run", "--cores", "1", cwd=folder)
+    assert refused.returncode != 0 and "processes" in refused.stdout + refused.stderr
 
 
 def test_every_config_key_has_a_type_a_description_and_a_default() -> None:

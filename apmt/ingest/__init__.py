@@ -29,9 +29,9 @@ def _collectives(paths: list[Path]) -> pd.DataFrame:
     return read_collectives(paths)
 
 
-def _extrap_text(paths: list[Path]) -> pd.DataFrame:
+def _extrap_text(paths: list[Path], processes: str | None = None) -> pd.DataFrame:
     from apmt.ingest.extrap_text import read_extrap_text
-    return read_extrap_text(paths)
+    return read_extrap_text(paths, processes)
 
 
 # format name -> (reader, kind of table it produces)
@@ -46,14 +46,24 @@ FORMATS: dict[str, tuple[Callable[[list[Path]], pd.DataFrame], str]] = {
 CALL_PATH_VALUES = {"cube": "exclusive", "caliper": "exclusive"}
 
 
-def import_profiles(fmt: str, paths: list[Path]) -> tuple[pd.DataFrame, str]:
-    """Read files of one format and return the validated table and its kind."""
+# formats whose files may not say which parameter counts the processes (``processes``)
+NAMED_PROCESSES = ("extrap-text",)
+
+
+def import_profiles(fmt: str, paths: list[Path], processes: str | None = None
+                    ) -> tuple[pd.DataFrame, str]:
+    """Read files of one format and return the validated table and its kind. ``processes``
+    (extrap-text only; the others' profiles know their ranks): the parameter that counts
+    the processes, or how many every run used."""
     if fmt not in FORMATS:
         raise ApmtError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    if processes is not None and fmt not in NAMED_PROCESSES:
+        raise ApmtError(f"processes={processes}: only for {', '.join(NAMED_PROCESSES)}; "
+                        f"{fmt} profiles say how many ranks they ran")
     reader, kind = FORMATS[fmt]
     paths = [Path(path) for path in paths]
     check_distinct(paths)
-    table = reader(paths)
+    table = reader(paths) if processes is None else reader(paths, processes)
     if table.empty:
         raise ApmtError(f"{', '.join(str(p) for p in paths)}: no rows in the {fmt} input")
     if kind == "measurements":

@@ -8,8 +8,10 @@ their values are used as given: nested regions are inclusive of their children).
 The grammar is Extra-P's own reader's (extrap/fileio/file_reader/text_file_reader.py): any run
 of blanks, tabs included, separates fields and counts as one space, so a region name keeps
 single spaces only; one PARAMETER line may name several parameters; a point of several
-parameters is written in parentheses. The process count must be one of them (p, processes or
-ranks): apmt models how time changes with it.
+parameters is written in parentheses. The process count must be one of them (p, processes,
+ranks or another of PROCESS_NAMES), or be named by the caller (``processes``: the parameter
+that counts them, or the one count every run used, for a file that names none, such as a
+problem-size study on one node): apmt models how time changes with it.
 """
 
 from __future__ import annotations
@@ -25,17 +27,20 @@ from apmt.inputs import check_file, read_text, shown
 
 TUPLE = re.compile(r"\(([^)]*)\)")
 BLANKS = re.compile(r"\s+")
-PROCESS_NAMES = ("p", "processes", "ranks")
+PROCESS_NAMES = ("p", "processes", "ranks", "procs", "nprocs", "nproc", "np", "nranks",
+                 "num_procs", "mpi_ranks")
 
 
-def read_extrap_text(paths: list[Path]) -> pd.DataFrame:
-    """Read one or more Extra-P text files into the measurements table."""
-    return pd.concat([_read_one(Path(path)) for path in paths], ignore_index=True)
+def read_extrap_text(paths: list[Path], processes: str | None = None) -> pd.DataFrame:
+    """Read one or more Extra-P text files into the measurements table. ``processes`` names
+    the parameter that counts the processes, or is the whole number of processes of every
+    run (a file that names none); by default one of PROCESS_NAMES is."""
+    return pd.concat([_read_one(Path(path), processes) for path in paths], ignore_index=True)
 
 
-def _read_one(path: Path) -> pd.DataFrame:
+def _read_one(path: Path, processes: str | None) -> pd.DataFrame:
     check_file(path)
-    state = _State(path)
+    state = _State(path, processes)
     for number, line in enumerate(read_text(path).split("\n"), start=1):
         state.take(number, line.rstrip("\r"))
     if not state.rows:
@@ -46,8 +51,11 @@ def _read_one(path: Path) -> pd.DataFrame:
 class _State:
     """What the reader knows so far: parameters, points, the current region and metric."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, processes: str | None = None) -> None:
         self.path = path
+        self.processes = processes
+        self.fixed_p = _whole_number(processes)
+        self.named_processes = False      # whether a parameter is the one ``processes`` names
         self.parameters: list[str] = []
         self.points: list[tuple[float, ...]] = []
         self.region: str | None = None
@@ -72,7 +80,7 @@ class _State:
             raise ApmtError(f"{self.path}: line {number}: PARAMETER {rest!r} after POINTS")
         if not rest:
             raise ApmtError(f"{self.path}: line {number}: PARAMETER names no parameter")
-        for name in map(_parameter_name, rest.split(" ")):
+        for name in (self._parameter_name(word) for word in rest.split(" ")):
             if name in self.parameters:  # two columns of one name: a point would lose a value
                 raise ApmtError(f"{self.path}: line {number}: parameter {name!r} named twice")
             self.parameters.append(name)
@@ -112,18 +120,38 @@ class _State:
                             f"lines than the {len(self.points)} POINTS")
         names = self._names()
         point = dict(zip(names, self.points[self.next_point], strict=True))
+        if self.fixed_p is not None:
+            point = {"p": self.fixed_p, **point}
         for rep, value in enumerate(self._numbers(number, rest.split()), start=1):
             self.rows.append({"kernel": self.region, "metric": self.metric, **point,
                               "rep": rep, "value": value})
         self.next_point += 1
 
+    def _parameter_name(self, name: str) -> str:
+        """The column of a parameter: the process count is always p, whatever the file (or
+        the caller, ``processes``) calls it."""
+        if self.processes is not None:
+            counts = name.lower() == self.processes.lower()
+            self.named_processes |= counts
+            return "p" if counts else name
+        return "p" if name.lower() in PROCESS_NAMES else name
+
     def _names(self) -> list[str]:
         """The columns of a point; without the process count there is nothing for apmt to
-        model, and the user has to name it in the file (Extra-P itself accepts any names)."""
-        names = self.parameters or ["p"]
-        if "p" not in names:
-            raise ApmtError(f"{self.path}: no parameter 'p' among {', '.join(names)}: name the "
-                            "process count p (or processes, ranks) on the PARAMETER line")
+        model, and the user has to name it (Extra-P itself accepts any names)."""
+        names = self.parameters or ([] if self.fixed_p is not None else ["p"])
+        if self.fixed_p is not None and "p" in names:
+            raise ApmtError(f"{self.path}: the file names its process count ('p' among "
+                            f"{', '.join(self.parameters)}): processes={self.processes} is for "
+                            "a file that names none")
+        found = "p" in names and (self.processes is None or self.named_processes)
+        if self.fixed_p is None and not found:
+            missing = f"processes={self.processes!r} is not" if self.processes is not None \
+                else "no parameter 'p' is"
+            raise ApmtError(f"{self.path}: {missing} among {', '.join(names)}: name the process "
+                            "count p (or processes, ranks) on the PARAMETER line, or say "
+                            "which parameter counts them, or how many every run used "
+                            "(apmt import --processes)")
         return names
 
     def _numbers(self, number: int, tokens: list[str]) -> tuple[float, ...]:
@@ -142,9 +170,13 @@ def _fields(line: str) -> tuple[str, str]:
     return keyword, rest
 
 
-def _parameter_name(name: str) -> str:
-    """The column of a parameter: the process count is always p, whatever the file calls it."""
-    return "p" if name.lower() in PROCESS_NAMES else name
+def _whole_number(text: str | None) -> int | None:
+    """The process count of every run when ``text`` is a whole number, else None (a name)."""
+    if text is None or not text.isdigit():
+        return None
+    if int(text) < 1:
+        raise ApmtError(f"processes={text}: a count of processes is 1 or more")
+    return int(text)
 
 
 def _number(token: str) -> float | None:

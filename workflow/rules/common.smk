@@ -230,6 +230,12 @@ def import_format(wildcards) -> str:
     return study_settings(wildcards)["import"]["format"]
 
 
+def import_options(wildcards) -> str:
+    """`apmt import`'s --processes, where the study says which parameter counts them."""
+    processes = study_settings(wildcards)["import"].get("processes")
+    return "" if processes is None else f"--processes {shlex.quote(str(processes))}"
+
+
 # --- profile ------------------------------------------------------------------------------------
 
 

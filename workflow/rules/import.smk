@@ -12,9 +12,11 @@ rule import_profiles:
         study=study_pattern(IMPORTED),
     params:
         format=import_format,
+        options=import_options,
     log:
         "logs/{study}/import.log",
     conda:
         "../envs/apmt.yaml"
     shell:
-        "apmt import {params.format} {input.profiles:q} -o {output.measurements} > {log} 2>&1"
+        "apmt import {params.format} {params.options} {input.profiles:q} -o {output.measurements} "
+        "> {log} 2>&1"
