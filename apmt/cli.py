@@ -234,7 +234,8 @@ def _add_import(commands: argparse._SubParsersAction, common: argparse.ArgumentP
     sub.add_argument("--processes", metavar="NAME|N",
                      help="extrap-text: the parameter that counts the processes (default: "
                           "p, processes, ranks, procs, nprocs or np), or the number of "
-                          "processes every run used, for a file that names none")
+                          "processes every run used, for a file that names none; caliper: "
+                          "that number, for files that do not say it (a program without MPI)")
     _add_table_output(sub, "OUT.csv", "; with a file, its provenance goes beside it "
                                       "(OUT.csv.provenance.json)")
     sub.set_defaults(run=run_import)

@@ -86,6 +86,39 @@ def test_size_only_when_every_file_has_it(files: list[Path], tmp_path: Path) -> 
     assert "size" not in table.columns and sorted(table["p"].unique()) == [27, 64]
 
 
+def test_a_program_without_mpi_runs_as_many_processes_as_the_user_says(cli,
+                                                                      tmp_path: Path) -> None:
+    """RAJAPerf's sequential runs on quartz (tests/fixtures/caliper_rajaperf) name no
+    process count: refused in one line that says how to give it; given, the two files
+    are two problem sizes (its ProblemSizeRunParam global), not two repetitions of one."""
+    fixtures = sorted((Path(__file__).parent / "fixtures" / "caliper_rajaperf").glob("*.cali"))
+    output = tmp_path / "rajaperf.csv"
+    refused = cli("import", "caliper", *fixtures, "-o", output)
+    assert refused.code == 2 and not output.exists()
+    assert refused.err.splitlines() == [
+        f"apmt: error: {fixtures[0]}: no valid process count (mpi.world.size or jobsize "
+        "global, or p in the file name, a whole number from 1 to 2147483647; found None); "
+        "without MPI, say how many ran (apmt import --processes 1)"]
+    done = cli("import", "caliper", *fixtures, "--processes", "1", "-o", output)
+    assert done.code == 0, done.err
+    table = checked(pd.read_csv(output))
+    assert set(table["p"]) == {1} and not table.duplicated(["kernel", "size"]).any()
+    assert sorted(table["size"].unique()) == [1048576, 2097152]
+    stream = table[table["kernel"] == "RAJAPerf/Stream/Stream_TRIAD"].set_index("size")
+    assert stream.loc[2097152, "value"] > 1.5 * stream.loc[1048576, "value"], \
+        "twice the size, about twice the time"
+
+
+@pytest.mark.parametrize(("processes", "problem"), [
+    ("64", "27_cores.cali: the file says p=27, processes=64"),
+    ("ranks", "processes=ranks: a Caliper file has no parameter to name"),
+])
+def test_a_process_count_given_must_agree_with_the_file(files: list[Path], processes: str,
+                                                        problem: str) -> None:
+    with pytest.raises(ApmtError, match=problem):
+        read_caliper([files[0]], processes)
+
+
 @pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\xff\xfe garbage", b"hello world\n"])
 def test_garbage_file(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "27_cores.cali"

@@ -159,7 +159,7 @@ def test_extrap_file_without_process_count(tmp_path: Path, cli) -> None:
     ("extrap-text", "4", "the file names its process count ('p' among p, n): processes=4"),
     ("extrap-text", "0", "processes=0: a count of processes is 1 or more"),
     ("extrap-text", "size", "processes='size' is not among p, n"),
-    ("cube", "4", "processes=4: only for extrap-text; cube profiles say how many ranks"),
+    ("cube", "4", "processes=4: only for extrap-text, caliper; cube profiles say how many"),
 ])
 def test_processes_named_wrongly(measured_data: Path, fmt: str, processes: str,
                                  problem: str) -> None:

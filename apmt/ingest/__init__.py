@@ -14,9 +14,9 @@ from apmt.tables import MEASUREMENT_KEYS, check_table
 log = logging.getLogger(__name__)
 
 
-def _caliper(paths: list[Path]) -> pd.DataFrame:
+def _caliper(paths: list[Path], processes: str | None = None) -> pd.DataFrame:
     from apmt.ingest.caliper import read_caliper
-    return read_caliper(paths)
+    return read_caliper(paths, processes)
 
 
 def _cube(paths: list[Path]) -> pd.DataFrame:
@@ -46,14 +46,14 @@ FORMATS: dict[str, tuple[Callable[[list[Path]], pd.DataFrame], str]] = {
 CALL_PATH_VALUES = {"cube": "exclusive", "caliper": "exclusive"}
 
 
-# formats whose files may not say which parameter counts the processes (``processes``)
-NAMED_PROCESSES = ("extrap-text",)
+# formats whose files may not say how many processes ran (``processes``)
+NAMED_PROCESSES = ("extrap-text", "caliper")
 
 
 def import_profiles(fmt: str, paths: list[Path], processes: str | None = None
                     ) -> tuple[pd.DataFrame, str]:
     """Read files of one format and return the validated table and its kind. ``processes``
-    (extrap-text only; the others' profiles know their ranks): the parameter that counts
+    (extrap-text and caliper; Cube's profiles know their ranks): the parameter that counts
     the processes, or how many every run used."""
     if fmt not in FORMATS:
         raise ApmtError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")

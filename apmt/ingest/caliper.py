@@ -19,8 +19,11 @@ nodes whose derived exclusive time is not positive (rounding of the file's 6 dec
 forbids zero time).
 
 P is the ``mpi.world.size`` global (else adiak's ``jobsize``); only when neither is there does it
-come from the file name (``p<P>`` or ``<P>_cores``/``_ranks``/``_procs``). A ``problem_size`` or
-``size`` global becomes the ``size`` parameter column when every file has a numeric one.
+come from the file name (``p<P>`` or ``<P>_cores``/``_ranks``/``_procs``), or from the caller
+(``processes``: the count every run used; a program without MPI, such as RAJAPerf's sequential
+variants, says none). A ``problem_size`` or ``size`` global, else one whose name holds
+"problem size" in any spelling (RAJAPerf's ``ProblemSizeRunParam``), becomes the ``size``
+parameter column when every file has a numeric one: runs of two sizes are not repetitions.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ SECONDS_PER_UNIT = {"sec": 1.0, "s": 1.0, "ms": 1e-3, "msec": 1e-3, "usec": 1e-6
                     "nsec": 1e-9, "ns": 1e-9}
 P_GLOBALS = ("mpi.world.size", "jobsize")
 SIZE_GLOBALS = ("problem_size", "size")
+SIZE_IN_NAME = re.compile(r"problem[^a-z]?size", re.IGNORECASE)
 P_IN_NAME = re.compile(r"(?:^|[._-])p(\d+)(?:$|[._-])|(\d+)_(?:cores|ranks|procs)")
 # caliperreader's exceptions on damaged text: its own, and those of the records it trusts
 # (a node whose metadata is missing gives AttributeError on None, a bad id ValueError)
@@ -50,28 +54,29 @@ UNREADABLE = (ReaderError, UnicodeDecodeError, OSError, KeyError, IndexError, Va
 NODE_FIELD = re.compile(r"(?:^|,)(id|parent)=([^,]*)")
 
 
-def read_caliper(paths: list[Path]) -> pd.DataFrame:
-    """Read spot-channel .cali files into one measurements table (kernel, metric, p, value)."""
-    runs = [_read_file(Path(path)) for path in paths]
+def read_caliper(paths: list[Path], processes: str | None = None) -> pd.DataFrame:
+    """Read spot-channel .cali files into one measurements table (kernel, metric, p, value);
+    ``processes``: the process count of runs whose files do not say it."""
+    runs = [_read_file(Path(path), processes) for path in paths]
     if all(size is not None for _, size in runs):
         for table, size in runs:
             table.insert(3, "size", size)
     return pd.concat([table for table, _ in runs], ignore_index=True)
 
 
-def _read_file(path: Path) -> tuple[pd.DataFrame, float | None]:
+def _read_file(path: Path, processes: str | None = None) -> tuple[pd.DataFrame, float | None]:
     """One file's rows, and its problem size when the globals give a number."""
     reader = _load(path)
     attribute = _time_attribute(reader, path)
     totals = _totals(reader.records, attribute, path)
     if attribute == INCLUSIVE_SUM:
         totals = _exclusive(totals)
-    p = _processes(reader.globals, path)
+    p = _processes(reader.globals, path, processes)
     scale = _seconds_per_unit(reader, attribute, path) / p
     rows = [("/".join(node), "time", p, total * scale)
             for node, total in totals.items() if total > 0]
     table = pd.DataFrame(rows, columns=["kernel", "metric", "p", "value"])
-    return table, _number(reader.globals, SIZE_GLOBALS)
+    return table, _number(reader.globals, _size_globals(reader.globals))
 
 
 def _load(path: Path) -> CaliperReader:
@@ -163,17 +168,32 @@ def _exclusive(inclusive: dict[tuple[str, ...], float]) -> dict[tuple[str, ...],
     return exclusive
 
 
-def _processes(globals_: dict, path: Path) -> int:
-    """P from the globals, or from the file name when the globals lack it."""
+def _processes(globals_: dict, path: Path, processes: str | None = None) -> int:
+    """P from the globals, or from the file name when the globals lack it, or from the
+    caller when neither says; where the file says, the caller must agree."""
     number = _number(globals_, P_GLOBALS)
     if number is None:
         match = P_IN_NAME.search(path.stem)
         number = float(match.group(1) or match.group(2)) if match else None
+    given = None if processes is None else _number({"processes": processes}, ("processes",))
+    if processes is not None and (given is None or given < 1 or given % 1):
+        raise ApmtError(f"processes={processes}: a Caliper file has no parameter to name; "
+                        "give the number of processes every run used")
+    if number is not None and given is not None and number != given:
+        raise ApmtError(f"{path}: the file says p={number:g}, processes={processes}")
+    number = given if number is None else number
     if number is None or not 1 <= number <= MAX_P or number % 1:
         raise ApmtError(f"{path}: no valid process count (mpi.world.size or jobsize global, "
                         f"or p in the file name, a whole number from 1 to {MAX_P}; found "
-                        f"{shown(number)})")
+                        f"{shown(number)}); without MPI, say how many ran (apmt import "
+                        "--processes 1)")
     return int(number)
+
+
+def _size_globals(globals_: dict) -> tuple[str, ...]:
+    """The globals that may hold the problem size, in order: the usual names, then those
+    whose names say "problem size" in another spelling."""
+    return (*SIZE_GLOBALS, *sorted(key for key in globals_ if SIZE_IN_NAME.search(key)))
 
 
 def _number(globals_: dict, keys: tuple[str, ...]) -> float | None:
