@@ -109,6 +109,32 @@ def test_a_program_without_mpi_runs_as_many_processes_as_the_user_says(cli,
         "twice the size, about twice the time"
 
 
+@pytest.mark.parametrize(("name", "attribute", "seconds"), [
+    ("lulesh-annotation-profile.cali", "sum#time.duration", 1.0),
+    ("timeseries-ns.cali", "sum#time.duration.ns", 1e-9),
+])
+def test_caliper_aggregate_channels_give_exclusive_times(name: str, attribute: str,
+                                                         seconds: float) -> None:
+    """Files of Caliper's aggregate service (hatchet's tests, tests/fixtures/caliper_aggregate)
+    hold each path's exclusive time per record (per thread, rank or snapshot), without a
+    unit: each path's time is the sum of its records', in seconds."""
+    source = Path(__file__).parent / "fixtures" / "caliper_aggregate" / name
+    table = checked(read_caliper([source], "1"))
+    reader = CaliperReader()
+    reader.read(str(source))
+    expected: dict[str, float] = {}
+    for record in reader.records:
+        if "path" in record and attribute in record:
+            path = record["path"] if isinstance(record["path"], list) else [record["path"]]
+            key = "/".join(map(str, path))
+            expected[key] = expected.get(key, 0.0) + float(record[attribute]) * seconds
+    measured = table.set_index("kernel")["value"]
+    assert set(measured.index) == {k for k, v in expected.items() if v > 0}
+    np.testing.assert_allclose(measured.to_numpy(), [expected[k] for k in measured.index],
+                               rtol=1e-12)
+    assert set(table["p"]) == {1} and (table["metric"] == "time").all()
+
+
 @pytest.mark.parametrize(("processes", "problem"), [
     ("64", "27_cores.cali: the file says p=27, processes=64"),
     ("ranks", "processes=ranks: a Caliper file has no parameter to name"),

@@ -1,4 +1,5 @@
-"""Caliper ``.cali`` files of the spot channel (with MPI profiling) into the measurements table.
+"""Caliper ``.cali`` files (region profiles: the spot channel, with MPI profiling or without,
+and Caliper's own aggregating channels) into the measurements table.
 
 A spot file holds one record per call-tree node with the node's time aggregated over the ranks:
 min, max and average per rank ("Min/Max/Avg time/rank") and the sum over ranks ("Total time").
@@ -12,6 +13,13 @@ the ranks that entered the node only (its count, ``avg.count``, is a hidden attr
 caliper-reader drops), so the averages of a node and of its children cover different ranks
 (26 of 27 for some MPI calls in the 27-rank file) and cannot be subtracted. Min and max are left
 out: the table has no column for them and they are not metrics of their own.
+
+Files of Caliper's aggregating channels (a ``CALI_CONFIG`` of its own services, as hatchet's
+tests carry: ``sum#time.duration``, Caliper 2.10's ``sum#time.duration.ns``) hold the exclusive
+time per path already, in records per rank, thread or time-series snapshot: they are summed per
+path as the spot channel's are. Without a unit in the file, a ``.ns`` attribute is in
+nanoseconds and a floating-point ``time.duration`` in seconds (Caliper 2, or Caliper 1 with
+``CALI_TIMER_UNIT=sec``; Caliper 1's integer microseconds are refused, naming the attribute).
 
 Kernel = the node's path (nested ``function``/``loop``/``mpi.function`` regions) joined with '/'.
 The record without a path (time outside any annotated region) is no node and is left out, as are
@@ -41,6 +49,9 @@ from apmt.inputs import MAX_P, MAX_VALUE, check_file, read_text, shown
 
 EXCLUSIVE_SUM = "sum#sum#time.duration"
 INCLUSIVE_SUM = "sum#inclusive#sum#time.duration"
+# the exclusive time of Caliper's aggregating channels (per rank, thread or snapshot)
+AGGREGATED = ("sum#time.duration", "sum#time.duration.ns")
+TIME_ATTRIBUTES = (EXCLUSIVE_SUM, INCLUSIVE_SUM, *AGGREGATED)
 SECONDS_PER_UNIT = {"sec": 1.0, "s": 1.0, "ms": 1e-3, "msec": 1e-3, "usec": 1e-6, "us": 1e-6,
                     "nsec": 1e-9, "ns": 1e-9}
 P_GLOBALS = ("mpi.world.size", "jobsize")
@@ -120,23 +131,35 @@ def _value(record: dict, attribute: str, path: Path) -> float:
 
 
 def _time_attribute(reader: CaliperReader, path: Path) -> str:
-    """The sum-over-ranks time attribute: exclusive if the file has one, else inclusive."""
-    for attribute in (EXCLUSIVE_SUM, INCLUSIVE_SUM):
+    """The time attribute: the spot channel's sum over ranks, exclusive if the file has one,
+    else inclusive; else an aggregating channel's exclusive sum."""
+    for attribute in TIME_ATTRIBUTES:
         if attribute in reader.attributes():
             return attribute
-    raise ApmtError(f"{path}: no {EXCLUSIVE_SUM!r} or {INCLUSIVE_SUM!r} attribute (is it a "
-                    "spot-channel file with MPI profiling?)")
+    raise ApmtError(f"{path}: no {' or '.join(map(repr, TIME_ATTRIBUTES))} attribute (is it a "
+                    "region profile, of the spot channel or of Caliper's aggregate service?)")
 
 
 def _seconds_per_unit(reader: CaliperReader, attribute: str, path: Path) -> float:
     try:
-        unit = reader.attribute(attribute).get("attribute.unit")
+        unit = reader.attribute(attribute).get("attribute.unit") or _implied_unit(
+            attribute, reader.attribute(attribute).metadata())
     except UNREADABLE:
         unit = None
     if not isinstance(unit, str) or unit not in SECONDS_PER_UNIT:
         raise ApmtError(f"{path}: attribute {attribute!r} has unit {shown(unit)}; expected one of "
                         f"{', '.join(SECONDS_PER_UNIT)}")
     return SECONDS_PER_UNIT[unit]
+
+
+def _implied_unit(attribute: str, metadata: dict) -> str | None:
+    """The unit of a time attribute without one: Caliper 2.10's ``time.duration.ns`` is in
+    nanoseconds, Caliper 2's floating-point ``time.duration`` in seconds."""
+    if attribute.endswith(".ns"):
+        return "ns"
+    kind = metadata.get("cali.attribute.type")
+    named = kind[1] if isinstance(kind, tuple) and len(kind) > 1 else metadata.get("type")
+    return "sec" if attribute in AGGREGATED and named == "double" else None
 
 
 def _totals(records: list[dict], attribute: str, path: Path) -> dict[tuple[str, ...], float]:
