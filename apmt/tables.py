@@ -38,7 +38,8 @@ predictions: one row per series and requested point.
     trust_reason; kernel ``<app>`` holds the assembled application time (metric ``time``) and
     its parts (``comp_time``, ``mem_time``, ``comm_time``, ``others_time``, seconds per
     rank); the fit of a measured ``<app>`` kernel, if any, comes beside them as metric
-    ``fitted_time``. In
+    ``fitted_time``, and the assembled time is then Eq. 2's sum reconciled with it (their
+    geometric mean, the parts adding up to it: apmt.predict._reconciled). In
     counter mode each kernel also has ``mem_total_time`` (T_mem, Eq. 3) and, where its path
     gave one (apmt.counters), ``bf_mem``.
 
