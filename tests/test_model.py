@@ -186,7 +186,8 @@ def test_eq2s_sum_meets_the_measured_whole_where_a_part_explodes(measured_data: 
     from the crowded runs, and Eq. 2's sum at P = 16 and 32 (4.3 and 12.7 s) is 1.9 and 4 times
     the measured time. The application's time is the geometric mean of that sum and the
     measured wall time's own fit, every term scaled alike; its parts still add up to it,
-    and it errs by less than half of what the sum did."""
+    and it errs by less than half of what the sum did. Its interval lies between the
+    whole's and the sum's (which spanned 1e6 and 1e10)."""
     folder = measured_data / "minife"
     table = read_table(folder / "measurements.csv", "measurements")
     comm = read_table(folder / "comm.csv", "communication")
@@ -204,6 +205,12 @@ def test_eq2s_sum_meets_the_measured_whole_where_a_part_explodes(measured_data: 
         .groupby("p")["value"].mean().to_numpy()
     error, sum_error = (np.abs(x / measured - 1) for x in (parts["time"][0], summed))
     assert (sum_error > 0.8).all() and (error < sum_error / 2).all(), (error, sum_error)
+    # the interval: the two forecasts' ends, averaged in logs; it holds both measured times
+    _, lower, upper = parts["time"]
+    whole_lower, whole_upper = model.fit_of(APP_KERNEL, "time").predict(values)[1:]
+    assert ((lower <= measured) & (measured <= upper)).all()
+    assert (whole_lower < lower).all() and (upper < summed * 1e6).all()
+    assert (upper > whole_upper).all()
 
 
 def test_time_no_part_measured_is_unaccounted_not_a_kernels(measured_data: Path) -> None:
