@@ -276,8 +276,8 @@ class SeriesFit:
         return {name for basis in self.hypothesis.bases for term in basis
                 for name in re.findall(r"[A-Za-z_]\w*", term.variable)}
 
-    def predict(self, values: dict[str, np.ndarray], measured: bool = True
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def predict(self, values: dict[str, np.ndarray], measured: bool = True,
+                capped: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Point prediction and the lower and upper ends of its 90% interval: at a measured
         value of the other parameters from that value's own fit (``strata``). Along one such
         parameter measured at several values, between and beyond them at each point a power
@@ -288,16 +288,20 @@ class SeriesFit:
         table's drift (``_drifted``). Over
         several parameters, from the function of them all (``predict_joint``) times the
         strata's ratios to it, interpolated in the parameters' logs. ``measured``: whether
-        the interval holds the scatter of the series' runs too (``predict_joint``)."""
+        the interval holds the scatter of the series' runs too (``predict_joint``);
+        ``capped``: whether an interval inside the measured range is capped (inside_cap).
+        The strata's intervals that a line carries between and beyond them are not: its
+        weights amplify their errors as they stand (capped, NPB CG's class A from S and W
+        held 73% of its values, 78% uncapped)."""
         names = sorted({name for at, _ in self.strata for name in at})
         if not self.strata or any(name not in values for name in names):
-            return self.predict_joint(values, measured)
+            return self.predict_joint(values, measured, capped)
         count = len(next(iter(values.values())))
         weights = stratum_weights([[at[name] for name in names] for at, _ in self.strata],
                                   np.column_stack([values[name] for name in names]))
         there = [{**values, **{name: np.full(count, value) for name, value in at.items()}}
                  for at, _ in self.strata]
-        own = [fit.predict(points, measured)
+        own = [fit.predict(points, measured, capped=False)
                for (_, fit), points in zip(self.strata, there, strict=True)]
         at_sizes = [np.logical_and.reduce([np.isclose(values[name], value, rtol=1e-9, atol=0)
                                            for name, value in at.items()])
@@ -310,9 +314,11 @@ class SeriesFit:
             bounds = self._drifted(_log_combination(weights, line), names[0], values)
         else:
             bounds = self._shifted(values, weights, there, own, measured)
-        for rows, piece in zip(at_sizes, own, strict=True):
-            for whole, part in zip(bounds, piece, strict=True):
-                whole[rows] = part[rows]
+        for rows, (_, fit), points in zip(at_sizes, self.strata, there, strict=True):
+            if rows.any():
+                for whole, part in zip(bounds, fit.predict(points, measured, capped),
+                                       strict=True):
+                    whole[rows] = part[rows]
         return bounds
 
     def through_observed(self, values: dict[str, np.ndarray], bounds: tuple[np.ndarray, ...]
@@ -401,8 +407,8 @@ class SeriesFit:
                             np.min(np.where(drawn_on, highs, np.inf), axis=0))
         return ranges
 
-    def predict_joint(self, values: dict[str, np.ndarray], measured: bool = True
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def predict_joint(self, values: dict[str, np.ndarray], measured: bool = True,
+                      capped: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Point prediction and 90% interval of the function itself (no strata).
 
         The prediction averages (geometrically) the chosen shape and the plausible
@@ -435,7 +441,7 @@ class SeriesFit:
             center = _positive_mean(logs, positive) if self.averaged else logs[0]
             half_width = np.maximum(half_width, np.max(np.where(positive, np.abs(logs - center),
                                                                 0.0), axis=0))
-            if self.calibrated:
+            if self.calibrated and capped:
                 half_width = np.minimum(half_width, self.inside_cap)
             low, high = center - half_width, center + half_width
             if self.calibrated:
