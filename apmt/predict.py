@@ -203,7 +203,7 @@ def _log_mean_ends(center: np.ndarray, summed: Bounds, whole: Bounds) -> Bounds:
     """The interval of the reconciled time: the geometric means of the two forecasts' ends,
     Eq. 2's sum's and the whole's fit's, as for the mean of two logs whose errors move
     together (independent ones would narrow it). Held out on the 33 points of
-    _reconciled, it held 97% of the measured times at a median width of 5.9; the
+    _reconciled, it held 97% of the measured times at a median width of 5.8; the
     reconciled terms' sum, 94% at 9.7; the whole's fit alone, 76% at 2.5."""
     with np.errstate(invalid="ignore", over="ignore"):
         lower = np.sqrt(np.maximum(summed[1], 0.0) * np.maximum(whole[1], 0.0))
@@ -280,7 +280,7 @@ def _reconciled(model: Model, values: dict[str, np.ndarray], terms: list[Term]
     dominate. Held out at P = 16 and 32 from P <= 8 or 9 (33 points: NPB's 21 classes,
     LAMMPS' three inputs, HPCCG, miniFE, CloverLeaf; benchmarks/accuracy.py), the sum erred by
     27.0% (median; p90 105%, worst 429%), the whole's fit by 27.1% (p90 49%), their geometric
-    mean by 20.9% (p90 50%, worst 80%). The weights are equal, not estimated: one-step
+    mean by 20.9% (p90 48%, worst 80%). The weights are equal, not estimated: one-step
     backtests chose the worse of the two on 12 of the 29 points where they could choose."""
     if not _reconciles(model) or not terms:
         return terms
