@@ -314,10 +314,10 @@ class SeriesFit:
             bounds = self._drifted(_log_combination(weights, line), names[0], values)
         else:
             bounds = self._shifted(values, weights, there, own, measured)
-        for rows, (_, fit), points in zip(at_sizes, self.strata, there, strict=True):
-            if rows.any():
-                for whole, part in zip(bounds, fit.predict(points, measured, capped),
-                                       strict=True):
+        for rows, (_, fit), points, piece in zip(at_sizes, self.strata, there, own, strict=True):
+            if rows.any():      # at a measured stratum, its own interval: capped unless asked
+                mine = fit.predict(points, measured, capped) if capped else piece
+                for whole, part in zip(bounds, mine, strict=True):
                     whole[rows] = part[rows]
         return bounds
 

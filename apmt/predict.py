@@ -190,12 +190,12 @@ def assemble(model: Model, values: dict[str, np.ndarray],
         app = app_fit.predict(values)
     elif not computing:     # no time per kernel (a counters-only table): no application time
         app = tuple(np.full(len(values["p"]), np.nan) for _ in range(3))
+    elif _reconciles(model):   # the reconciled terms' sum, between the two forecasts' ends
+        center = np.sum([bounds[0] for *_, bounds in terms], axis=0)
+        raw = _total(model, values, volume_ratios, None, app_fit, eq2_terms)
+        app = _log_mean_ends(center, raw, app_fit.predict(values))
     else:
-        app = _total(model, values, volume_ratios, terms, app_fit)
-        if _reconciles(model):
-            raw = _total(model, values, volume_ratios,
-                         list(eq2_terms(model, values, volume_ratios)), app_fit, eq2_terms)
-            app = _log_mean_ends(app[0], raw, app_fit.predict(values))
+        app = _total(model, values, volume_ratios, terms, app_fit, contributions)
     return {TIME_METRIC: app, **{name: part.bounds() for name, part in parts.items()}}
 
 
@@ -213,15 +213,16 @@ def _log_mean_ends(center: np.ndarray, summed: Bounds, whole: Bounds) -> Bounds:
 
 
 def _total(model: Model, values: dict[str, np.ndarray], volume_ratios: dict[str, float] | None,
-           terms: list[Term], app_fit: SeriesFit | None,
-           terms_of: Callable[..., Iterable[Term]] | None = None) -> Bounds:
+           terms: list[Term] | None, app_fit: SeriesFit | None,
+           terms_of: Callable[..., Iterable[Term]]) -> Bounds:
     """The sum of the terms: with the measured application time's scatter where it has one,
-    its parts' intervals without their own (see assemble); ``terms_of`` gives those
-    (contributions by default, eq2_terms for the sum before reconciling)."""
+    its parts' intervals without their own (see assemble). ``terms_of`` gives the terms
+    (contributions, or eq2_terms for the sum before reconciling); ``terms``: its terms at the
+    points with their own scatter, where the caller has them."""
     total = _Sum(len(values["p"]), model.rho)
     scatter = app_fit.scatter if app_fit is not None else 0.0
-    if scatter > 0:
-        terms = list((terms_of or contributions)(model, values, volume_ratios, measured=False))
+    if scatter > 0 or terms is None:
+        terms = list(terms_of(model, values, volume_ratios, measured=scatter <= 0))
     for _, _, _, bounds in terms:
         total.add(bounds)
     return _with_spread(total.bounds(), scatter) if scatter > 0 else total.bounds()

@@ -222,9 +222,7 @@ def application(data: Path, baselines: list[str]) -> pd.DataFrame:
     workflow builds it), on LAMMPS from rolling origins: fit the P below
     each origin from the fourth P on, predict each P from the origin up, one at a time, next
     to the baselines fitted on the measured application time of the same runs."""
-    measurements = read_table(data / "lammps/p1-32/measurements.csv", "measurements")
-    comm = read_table(data / "lammps/p1-32/comm.csv", "communication")
-    machine = load_machine(read_yaml(data / "lammps/p1-32/study.yaml")["machine"])
+    measurements, comm, machine = _profiled(data / "lammps/p1-32")
     levels = sorted(measurements["p"].unique())
     frames = []
     for origin in levels[3:]:
@@ -232,11 +230,20 @@ def application(data: Path, baselines: list[str]) -> pd.DataFrame:
             used = (measurements["p"] < origin) | (measurements["p"] == held)
             used_comm = (comm["p"] < origin) | (comm["p"] == held)
             rows, _ = validate(measurements[used], ["size"], f"p={held:g}", 0.1, "lammps",
-                               comm=comm[used_comm], machine=machine)
+                               comm=comm[used_comm], **machine)
             frames.append(rows[rows["metric"] == "time"].assign(origin=origin))
     assembled = pd.concat(frames, ignore_index=True)
     return pd.concat([assembled, _application_baselines(measurements, assembled, baselines)],
                      ignore_index=True)
+
+
+def _profiled(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """A profiled study's measurements and MPI traces, and its machine file as validate's
+    option (none where the study names none)."""
+    study = read_yaml(folder / "study.yaml")
+    return (read_table(folder / "measurements.csv", "measurements"),
+            read_table(folder / "comm.csv", "communication"),
+            {"machine": load_machine(study["machine"])} if study.get("machine") else {})
 
 
 def _application_baselines(measurements: pd.DataFrame, assembled: pd.DataFrame,
@@ -278,13 +285,10 @@ def applications(data: Path, baselines: list[str]) -> pd.DataFrame:
     measured application time of the same runs."""
     frames = []
     for name, (folder, param, held) in APPLICATIONS.items():
-        measurements = read_table(data / folder / "measurements.csv", "measurements")
-        comm = read_table(data / folder / "comm.csv", "communication")
-        study = read_yaml(data / folder / "study.yaml")
-        if name.startswith("lammps"):
-            measurements = measurements[~measurements["p"].isin(SETS[name].unused["p"])]
-            comm = comm[~comm["p"].isin(SETS[name].unused["p"])]
-        machine = {"machine": load_machine(study["machine"])} if study.get("machine") else {}
+        measurements, comm, machine = _profiled(data / folder)
+        unused = SETS[name].unused.get("p", ())      # as the set's own evaluation leaves out
+        measurements = measurements[~measurements["p"].isin(unused)]
+        comm = comm[~comm["p"].isin(unused)]
         rows, _ = validate(measurements, [param], "p=" + ",".join(map(str, held)), 0.1, name,
                            comm=comm, **machine)
         assembled = rows[rows["metric"] == "time"].assign(origin=min(held))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,6 +49,20 @@ CALL_PATH_VALUES = {"cube": "exclusive", "caliper": "exclusive"}
 
 # formats whose files may not say how many processes ran (``processes``)
 NAMED_PROCESSES = ("extrap-text", "caliper")
+
+
+def process_count(processes: str | None) -> int | None:
+    """The number of processes every run used, where ``processes`` is a whole number; None for
+    a name (of the parameter that counts them) or nothing. A count below 1 is refused."""
+    try:
+        number = float(processes) if processes is not None else math.nan
+    except ValueError:
+        return None
+    if not math.isfinite(number) or number % 1:
+        return None
+    if number < 1:
+        raise ApmtError(f"processes={processes}: a count of processes is 1 or more")
+    return int(number)
 
 
 def import_profiles(fmt: str, paths: list[Path], processes: str | None = None

@@ -45,6 +45,7 @@ from caliperreader import CaliperReader
 from caliperreader.readererror import ReaderError
 
 from apmt.errors import ApmtError
+from apmt.ingest import process_count
 from apmt.inputs import MAX_P, MAX_VALUE, check_file, read_text, shown
 
 EXCLUSIVE_SUM = "sum#sum#time.duration"
@@ -198,8 +199,8 @@ def _processes(globals_: dict, path: Path, processes: str | None = None) -> int:
     if number is None:
         match = P_IN_NAME.search(path.stem)
         number = float(match.group(1) or match.group(2)) if match else None
-    given = None if processes is None else _number({"processes": processes}, ("processes",))
-    if processes is not None and (given is None or given < 1 or given % 1):
+    given = process_count(processes)
+    if processes is not None and given is None:
         raise ApmtError(f"processes={processes}: a Caliper file has no parameter to name; "
                         "give the number of processes every run used")
     if number is not None and given is not None and number != given:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from apmt.errors import ApmtError
+from apmt.ingest import process_count
 from apmt.inputs import check_file, read_text, shown
 
 TUPLE = re.compile(r"\(([^)]*)\)")
@@ -54,7 +55,7 @@ class _State:
     def __init__(self, path: Path, processes: str | None = None) -> None:
         self.path = path
         self.processes = processes
-        self.fixed_p = _whole_number(processes)
+        self.fixed_p = process_count(processes)
         self.named_processes = False      # whether a parameter is the one ``processes`` names
         self.parameters: list[str] = []
         self.points: list[tuple[float, ...]] = []
@@ -168,15 +169,6 @@ def _fields(line: str) -> tuple[str, str]:
     reads it: its own test files separate fields by tabs."""
     keyword, _, rest = BLANKS.sub(" ", line).strip().partition(" ")
     return keyword, rest
-
-
-def _whole_number(text: str | None) -> int | None:
-    """The process count of every run when ``text`` is a whole number, else None (a name)."""
-    if text is None or not text.isdigit():
-        return None
-    if int(text) < 1:
-        raise ApmtError(f"processes={text}: a count of processes is 1 or more")
-    return int(text)
 
 
 def _number(token: str) -> float | None:
