@@ -20,6 +20,7 @@ MPI_LIBRARY = re.compile(
     r"|libprrte|libucp|libuct|libucs|libucm|libfabric|libpsm2?|libhcoll|libmca_\w+|mca_\w+"
     r"|libompi\w*|libhwloc|libevent[\w.-]*|libapmt_pmpi|pmix_mca_\w+|libibverbs|librdmacm"
     r"|libinfinipath|libpsm_infinipath|libnl[\w-]*)$")
+TRACER_LIBRARY = "libapmt_pmpi"   # apmt's own PMPI tracer (apmt.collect.pmpi), one of them
 # the C library's parts, the OS kernel, the shell that starts each rank and the system
 # libraries MPI's helpers load (device and display discovery), as samplers name them grouped
 # (<libc>, <kernel>, <dash>)

@@ -344,6 +344,7 @@ def test_perf_events_backends_one_per_pass():
     ("[vdso]", "[.] __vdso_clock_gettime", "<vdso>"),
     ("libm.so.6", "[.] __exp_fma", "__exp_fma"),
     ("libapmt_pmpi.so", "[.] apmt_record", "<libapmt_pmpi>"),
+    ("libapmt_pmpi.so", "[.] MPI_Testany", "<libapmt_pmpi>"),
     ("dash", "[.] 0x0000000000012345", "<dash>"), ("libX11.so.6", "[.] XSetErrorHandler",
                                                   "<libX11>"),
     ("libevent_pthreads-2.1.so.7.0.1", "[.] 0x0000000000001234", "<libevent_pthreads-2.1>"),
@@ -372,6 +373,19 @@ def test_perf_clock_parses_a_real_recording(tmp_path):
     assert time.loc["work_a", 0] == pytest.approx(310 * 250_000e-9)    # periods in ns
     assert {"<libopen-pal>", "<mca_btl_vader>", "<kernel>"} <= set(time.index)
     assert table.attrs["provenance"]["backend"] == "perf-clock"
+
+
+def test_apmts_own_tracer_is_one_bucket_not_the_applications_mpi_calls(tmp_path):
+    """Graph500's BFS at P = 2 under apmt's PMPI tracer (a real launch-wide recording): the
+    tracer's wrappers are sampled under the names of the calls they wrap (MPI_Testany,
+    MPI_Test, MPI_Allreduce in libapmt_pmpi.so), beside libmpi's PMPI_Testany. They are the
+    measurement's cost: before, they were kernels named as MPI calls, with time and, as
+    cachegrind runs without the tracer, never a count."""
+    table = PerfClock().parse(copy_run("graph500-traced-run", tmp_path))
+    time = table.pivot_table(index="kernel", columns="rank", values="value", aggfunc="sum")
+    assert not {"MPI_Testany", "MPI_Test", "MPI_Allreduce"} & set(time.index)
+    assert time.loc["<libapmt_pmpi>"].tolist() == pytest.approx([7 * 1003009e-9] * 2)
+    assert time.loc["PMPI_Testany"].tolist() == pytest.approx([1003009e-9, 2 * 1003009e-9])
 
 
 def test_perf_events_parses_a_real_two_event_recording(tmp_path):

@@ -36,10 +36,11 @@ import pandas as pd
 
 from apmt.errors import ApmtError
 from apmt.inputs import MAX_P, MAX_VALUE, read_text, shown
+from apmt.names import TRACER_LIBRARY
 from apmt.tables import write_atomic, write_text_atomic
 
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "pmpi"
-LIBRARY_NAME = "libapmt_pmpi.so"
+LIBRARY_NAME = f"{TRACER_LIBRARY}.so"
 COMPILE_FLAGS = ("-shared", "-fPIC", "-O2", "-Wall")
 DIRECTORY_VARIABLE = "APMT_PMPI_DIR"
 MPICC_MISSING = "mpicc not found: install Open MPI's development package (Debian: libopenmpi-dev)"

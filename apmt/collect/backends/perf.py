@@ -29,7 +29,10 @@ instructions, ... or, for cpu-clock, nanoseconds).
 Kernel names: the (demangled) symbol; code without a symbol is grouped by its library
 (``<libfoo>``); everything inside an MPI library except its public ``MPI_*`` entry points is
 grouped by library (``<libmpi>``, ``<libopen-pal>``, ``<mca_btl_vader>``, ...), since MPI
-is modelled as communication from the PMPI trace; so is the C library (``<libc>``,
+is modelled as communication from the PMPI trace; so is apmt's own tracer, entry points and
+all (``<libapmt_pmpi>``: its ``MPI_Testany`` is the measurement's cost, not the application's
+call, and cachegrind, which runs without it, gave that name time and no counts beside
+libmpi's ``PMPI_Testany`` on Graph500); so is the C library (``<libc>``,
 ``<libpthread>``, ``<vdso>``: the system, not the application); the kernel itself is
 ``<kernel>``, the dynamic loader ``<loader>``. The text report is kept beside each data file
 (``.report.txt``, and perf's task table ``.tasks.txt`` for a launch-wide file), so the
@@ -60,6 +63,7 @@ from apmt.names import (
     MPI_LIBRARY,
     MPI_NAME,
     SYSTEM_LIBRARY,
+    TRACER_LIBRARY,
     UNKNOWN,
     function_name,
 )
@@ -109,7 +113,7 @@ def kernel_name(dso: str, symbol: str) -> str:
     if not symbol or _HEX.match(symbol) or symbol == "[unknown]":
         return f"<{library}>"
     if (MPI_LIBRARY.match(library) and not MPI_NAME.match(symbol)) \
-            or SYSTEM_LIBRARY.match(library):
+            or SYSTEM_LIBRARY.match(library) or library == TRACER_LIBRARY:
         return f"<{library}>"
     return function_name(symbol)
 
