@@ -23,7 +23,7 @@ def accuracy():
 def test_every_set_reads_and_leaves_three_p_to_fit(accuracy, measured_data: Path) -> None:
     """Held out: the largest P (the mm cube set: size), or the largest class of the P x
     size sets (``_size``), whose other classes keep every P."""
-    assert len(accuracy.SETS) == 79
+    assert len(accuracy.SETS) == 81
     for name, spec in accuracy.SETS.items():
         table, kind = accuracy.read_set(measured_data, spec)
         everything = series_points(table, kind, list(spec.params))
@@ -75,8 +75,8 @@ def test_a_set_added_later_is_predicted_ahead_of_the_power_law(
 
 
 def test_the_new_applications_carry_their_provenance(accuracy, measured_data: Path) -> None:
-    """HPCCG, miniFE, CloverLeaf and Graph500: their study, the runs as measured, no path of
-    the machine they were built on; every function timed by perf also counted by cachegrind
+    """HPCCG, miniFE, CloverLeaf, Graph500 and the ParRes transpose: their study, the runs as
+    measured, no path of the machine they were built on; every function timed by perf also counted by cachegrind
     under the same name (miniFE's templates once took two names)."""
     for name in accuracy.PROFILED_APPS:
         folder = measured_data / name
