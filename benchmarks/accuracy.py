@@ -72,7 +72,15 @@ MPI transpose (an order 3072 matrix, 20 times: all-to-all block exchanges, memor
 work inlined into main), P = 1..8 and 16, 32, nothing changed for it: 19.7% against the
 power law's 23.3% (180 points, 98% inside, median width 4.65); its MPI operations 100%
 against Extra-P's 32.6% (14 points, 71% inside: MPI_Irecv and MPI_Isend predicted as 2e-308
-s); its application time 5.6% against Amdahl's 9.1% (2).
+s); its application time 5.6% against Amdahl's 9.1% (2). Two mends came from it. The shape
+check had held an operation's bytes per rank where they were measured while P went 100-fold:
+the transpose's bytes fall with P, and MPI_Irecv's 0.24 - 0.46 p^-2 log2(p)^2 - 0.065 s^-1/2
+went negative on; the check follows a variable that moves with P along its power law in it
+since (apmt.fit._extended_values), and an operation no shape over P and its bytes then
+follows is fitted over P alone (apmt.comm; NPB IS W's MPI_Send). The transpose's MPI
+operations: 101% against 32.6%, all 14 inside (median width 364); the other sets' 226 MPI
+operation points 45.3% -> 41.2% (p90 269 -> 231%, 97% inside, width 207 -> 183; Extra-P
+46.2%), miniFE's 313% -> 34.0% (width 1.3e13 -> 2,059); no kernel set changed.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size

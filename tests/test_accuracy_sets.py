@@ -76,8 +76,8 @@ def test_a_set_added_later_is_predicted_ahead_of_the_power_law(
 
 def test_the_new_applications_carry_their_provenance(accuracy, measured_data: Path) -> None:
     """HPCCG, miniFE, CloverLeaf, Graph500 and the ParRes transpose: their study, the runs as
-    measured, no path of the machine they were built on; every function timed by perf also counted by cachegrind
-    under the same name (miniFE's templates once took two names)."""
+    measured, no path of the machine they were built on; every function timed by perf also
+    counted by cachegrind under the same name (miniFE's templates once took two names)."""
     for name in accuracy.PROFILED_APPS:
         folder = measured_data / name
         provenance = json.loads((folder / "provenance.json").read_text())

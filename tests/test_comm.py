@@ -287,3 +287,41 @@ def test_an_operation_whose_runs_scatter_gets_their_scatter(measured_data: Path)
     assert np.log(upper / lower) >= 2 * Z_INTERVAL * bcast.fits["time"].scatter
     [note] = [note for note in notes if "runs that scatter" in note]
     assert "MPI_Bcast" in note
+
+
+def test_an_operation_whose_bytes_fall_with_p_is_not_predicted_to_vanish(
+        measured_data: Path) -> None:
+    """The ParRes transpose at order 3072: each rank sends its blocks, 8 * 3072^2 (P - 1) / P^2
+    bytes, falling with P. Fitted at P <= 8, MPI_Irecv's time chose 0.24 - 0.46 p^-2 log2(p)^2
+    - 0.065 s^-1/2, which the shape check, holding the bytes where they were measured, let
+    pass: it is negative where the bytes fall on, and the time at P = 16 and 32 came out as
+    2e-308 s (measured 7.2 and 4.3 ms), the interval's upper end 4e-178 s. The check follows
+    the bytes along their trend in P now: every operation is positive there, and the
+    intervals of the two transfers hold their measured times."""
+    comm = read_table(measured_data / "prk_transpose/comm.csv", "communication")
+    operations, _, _ = fit_operations(comm[comm["p"] <= 8], ["order"], "prk_transpose")
+    at = {"p": np.array([16.0, 32.0]), "order": np.array([3072.0, 3072.0])}
+    for operation in operations:
+        predicted, lower, upper = operation.predict(at)
+        measured = comm_points(comm[comm["p"] >= 16], ["order"])
+        times = measured[measured["op"] == operation.op].sort_values("p")["time"].to_numpy()
+        assert (predicted > 1e-3 * times).all(), operation.op
+        if operation.op in ("MPI_Irecv", "MPI_Isend"):
+            assert ((lower <= times) & (times <= upper)).all(), operation.op
+
+
+def test_a_time_no_shape_follows_with_its_bytes_is_fitted_over_p_alone(
+        measured_data: Path) -> None:
+    """NPB IS W's MPI_Send sends 4 (P - 1) / P bytes per rank (2 to 3.5 at P = 2..8) while its
+    time fell from 16 to 3 us: every shape over P and the bytes turns negative where the
+    bytes grow on with P, so the operation would be left out. Its time is fitted over P
+    alone, as a wait's, it says so, and its interval at P = 16 holds the measured time."""
+    operations, measured, notes = npb_operations_at_16(measured_data, "is-W", "keys")
+    send = next(operation for operation in operations if operation.op == "MPI_Send")
+    assert not send.uses_volume
+    assert not any(term.variable == "s" for basis in send.fits["time"].hypothesis.bases
+                   for term in basis)
+    assert any("fitted over P alone" in note and "MPI_Send" in note for note in notes)
+    _, lower, upper = (float(v[0]) for v in send.predict(
+        {"p": np.array([16.0]), "keys": np.array([2.0 ** 20])}))
+    assert 0 < lower <= measured["MPI_Send"] <= upper

@@ -189,3 +189,17 @@ def test_measured_sections_follow_a_ragged_table() -> None:
     grid = {"p": np.tile([1.0, 2.0, 4.0], 2), "size": np.repeat([1.0, 2.0], 3)}
     assert measured_sections(grid) == {}
     assert measured_sections({"p": p, "size": np.ones(len(p))}) == {}
+
+
+def test_the_shape_check_follows_a_variable_that_moves_with_p() -> None:
+    """Where users extrapolate in P, bytes per rank that fall as 1/P in the data fall on (at
+    100x P, a hundredth); a size measured at every P (a grid) stays where it was."""
+    from apmt.fit import EXTRAPOLATION_FACTORS, _extended_values
+
+    p = np.array([1.0, 2.0, 4.0, 8.0])
+    extended = _extended_values({"p": p, "s": 8.0 / p}, "p")
+    assert extended["p"][-4:] == pytest.approx(100 * p)
+    assert extended["s"][-4:] == pytest.approx(8.0 / (100 * p))
+    grid = {"p": np.repeat(p, 2), "size": np.tile([10.0, 20.0], 4)}
+    tiled = _extended_values(grid, "p")["size"]
+    assert tiled == pytest.approx(np.tile(grid["size"], len(EXTRAPOLATION_FACTORS)))
