@@ -155,7 +155,7 @@ def _without_volume_where_needed(fitted: TableFit, operations: dict[str, tuple[d
     sends 4 (P - 1) / P bytes per rank, 2 to 3.5 at P = 2..8, while its time fell from 16 to
     3 us: every shape over both turns negative where the bytes grow on. Such an operation no
     longer uses its volume (the meta's ``uses_volume``). ``fitted`` takes their fits; the
-    note returned says which."""
+    notes returned say which, and how their own table calibrated them."""
     redo = {name: operations[name][1]["time"] for name in fitted.left_out
             if "s" in operations[name][1]["time"].variables}
     if not redo:
@@ -168,9 +168,12 @@ def _without_volume_where_needed(fitted: TableFit, operations: dict[str, tuple[d
         fitted.fits[name] = fit
         del fitted.left_out[name]
         operations[name][0]["uses_volume"] = False
-    return [f"MPI operations' time: {len(alone.fits)} fitted over P alone, as no shape over "
-            f"P and their bytes stays positive where both move on: "
-            f"{', '.join(sorted(alone.fits))}"] if alone.fits else []
+    if not alone.fits:
+        return []
+    return [f"MPI operations' time: {len(alone.fits)} fitted over P alone, as no shape over P "
+            f"and their bytes stays positive where both move on: "
+            f"{', '.join(sorted(alone.fits))}",
+            *(f"MPI operations' time over P alone: {note}" for note in alone.notes)]
 
 
 def compete(operation: Operation, series: dict[str, SeriesData]) -> Operation:
