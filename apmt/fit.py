@@ -1337,21 +1337,19 @@ def _extended_values(values: dict[str, np.ndarray], primary: str) -> dict[str, n
     goes negative where they fall with P: the ParRes transpose's MPI_Irecv, fitted at P <= 8
     as 0.24 - 0.46 p^-2 log2(p)^2 - 0.065 s^-1/2, came out at 2e-308 s at P = 16."""
     x = values[primary]
-    return {k: np.concatenate([v * factor for factor in EXTRAPOLATION_FACTORS])
-            if k == primary else np.concatenate([v * _along(x, v) ** np.log(factor)
-                                                 for factor in EXTRAPOLATION_FACTORS])
+    exponents = {k: 1.0 if k == primary else _along(x, v) for k, v in values.items()}
+    return {k: np.concatenate([v * factor ** exponents[k] for factor in EXTRAPOLATION_FACTORS])
             for k, v in values.items()}
 
 
 def _along(x: np.ndarray, v: np.ndarray) -> float:
-    """e^b of v ~ x^b, the power law of a positive variable v that takes one value at each
-    value of x (least squares in logs); 1 where v does not move with x so, or not at all."""
+    """b of v ~ x^b, the power law of a positive variable v that takes one value at each value
+    of x (least squares in logs); 0 where v does not move with x so, or not at all."""
     levels, where = np.unique(x, return_inverse=True)
     if len(levels) < 2 or np.ptp(v) == 0 or np.any(v <= 0) or np.any(levels <= 0) or \
             any(np.ptp(v[where == i]) > 0 for i in range(len(levels))):
-        return 1.0
-    slope = np.polyfit(np.log(x), np.log(v), 1)[0]
-    return float(np.exp(slope))
+        return 0.0
+    return float(np.polyfit(np.log(x), np.log(v), 1)[0])
 
 
 def _log_misses(fitted: np.ndarray, y: np.ndarray) -> np.ndarray:
