@@ -290,6 +290,23 @@ def test_validity_says_once_per_kernel_where_it_is_short_or_varies(tmp_path: Pat
     assert len(varying) == 1 and "at P=2, 4, 8 varies by 40% over 2 repetitions" in varying[0]
 
 
+def test_validity_says_what_apmts_own_tracer_cost(tmp_path: Path, measured_data: Path) -> None:
+    """Graph500's search polls MPI_Testany, and apmt's PMPI tracer pays its wrapper per call:
+    its bucket's share of the sampled time peaks at 2.1% in a run at P = 32 (bundled data);
+    a study without the tracer's samples gets no such line."""
+    folder = tmp_path / "graph500"
+    folder.mkdir()
+    shutil.copy(measured_data / "graph500/measurements.csv", folder / "measurements.csv")
+    shutil.copy(measured_data / "graph500/provenance.json",
+                folder / "measurements.csv.provenance.json")
+    [section] = validity.sections(folder, read_study(folder, machine="generic-x86-2core-vm"))
+    [line] = [f.text for f in section.findings if "tracer" in f.text]
+    assert line.startswith("apmt's PMPI tracer took up to 2.1% of the sampled time (at P=32")
+    rows = [("work", "time", 1, 0.5 / p, p) for p in (2, 4, 8)]
+    [plain] = validity.sections(crafted(tmp_path / "plain", rows))
+    assert not any("tracer" in f.text for f in plain.findings)
+
+
 def test_validity_says_what_it_could_not_check(tmp_path: Path) -> None:
     folder = crafted(tmp_path / "norate", [("work", "time", 1, 0.001),
                                            ("work", "instructions", 1, 1e6)], rate=None)
