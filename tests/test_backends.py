@@ -40,12 +40,13 @@ from apmt.collect.launch import (
 )
 from apmt.errors import ApmtError
 from apmt.machine import Machine, load_machine
-from apmt.names import is_mpi
+from apmt.names import UNKNOWN, is_mpi
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PERF_FIXTURES = FIXTURES / "perf"
 PROGRAM = FIXTURES / "backends" / "two_kernels.c"
 TEMPLATES = FIXTURES / "backends" / "templates.cpp"
+PLT_CALLS = FIXTURES / "backends" / "plt_calls.c"
 
 
 def cpuinfo(vendor: str, family: int, model: int, name: str = "test CPU") -> str:
@@ -352,6 +353,8 @@ def test_perf_events_backends_one_per_pass():
     ("[kernel.kallsyms]", "[k] finish_task_switch.isra.0", "<kernel>"),
     ("ld-linux-x86-64.so.2", "[.] _dl_relocate_object", "<loader>"),
     ("[unknown]", "[.] 0x00007f3a2b1c0d10", "<unknown>"),
+    ("miniAMR.x", "[.] memcpy@plt", "<unknown>"), ("lmp", "[.] MPI_Send@plt", "<unknown>"),
+    ("libmpi.so.40.30.4", "[.] opal_progress@plt", "<libmpi>"),
 ])
 def test_kernel_names(dso, symbol, kernel):
     assert kernel_name(dso, symbol) == kernel
@@ -635,6 +638,40 @@ def test_a_template_kernel_has_one_name_in_perf_and_cachegrind(tmp_path, templat
     instructions = counts[counts["metric"] == "instructions"].groupby("kernel")["value"].sum()
     ratio = instructions["kernels::scaled_sum<double>"] / instructions["kernels::axpy<double, 3>"]
     assert 1.5 < ratio < 6
+
+
+@pytest.fixture(scope="module")
+def plt_calls(tmp_path_factory) -> Path:
+    need("mpicc", "mpirun")
+    binary = tmp_path_factory.mktemp("plt") / "plt_calls"
+    subprocess.run(["mpicc", "-O1", "-g", "-o", str(binary), str(PLT_CALLS)], check=True,
+                   capture_output=True)
+    return binary
+
+
+@pytest.mark.slow
+def test_a_plt_stub_is_no_function_in_perf_nor_cachegrind(tmp_path, plt_calls):
+    """perf names the PLT stub of a hot library call (``memcpy@plt``); cachegrind names no
+    PLT entry and counts its jumps under ``???``. miniAMR's stub had been a kernel ``memcpy``
+    with time and never a count. Both tools now put the stub's time and counts in
+    ``<unknown>``, and every function perf timed is one cachegrind counted."""
+    need("valgrind", "perf")
+    counter = make_backend("cachegrind", load_machine("haswell-e5-2698v3"), None)[0]
+    sampler = make_backend("perf-clock", None, None, frequency=4000)[0]
+    tables = {}
+    for backend, n in ((counter, 200_000), (sampler, 100_000_000)):
+        backend.check()
+        folder = tmp_path / backend.name
+        folder.mkdir()
+        run_ranks(folder, backend.rank_prefix(folder), plt_calls, n)
+        tables[backend.name] = backend.parse(folder)
+    timed, counts = tables[sampler.name], tables[counter.name]
+    assert "memcpy" not in set(timed["kernel"]) | set(counts["kernel"])
+    functions = {k for k in timed["kernel"] if not k.startswith("<")}
+    assert "copy_loop" in functions and functions <= set(counts["kernel"])
+    assert timed.loc[timed["kernel"] == UNKNOWN, "value"].sum() > 0
+    jumps = counts[(counts["kernel"] == UNKNOWN) & (counts["metric"] == "instructions")]
+    assert jumps.groupby("rank")["value"].sum().min() >= 200_000     # one per call
 
 
 # Sampled at 4 kHz, rank 0's work_b must get a few hundred samples for the 3:1 ratio to hold

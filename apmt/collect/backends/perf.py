@@ -34,7 +34,11 @@ all (``<libapmt_pmpi>``: its ``MPI_Testany`` is the measurement's cost, not the 
 call, and cachegrind, which runs without it, gave that name time and no counts beside
 libmpi's ``PMPI_Testany`` on Graph500); so is the C library (``<libc>``,
 ``<libpthread>``, ``<vdso>``: the system, not the application); the kernel itself is
-``<kernel>``, the dynamic loader ``<loader>``. The text report is kept beside each data file
+``<kernel>``, the dynamic loader ``<loader>``. A PLT stub (``memcpy@plt``: the jump through
+which a program calls a shared library) is not the function it jumps to, and cachegrind names
+no PLT entry, counting its instructions under ``???``: perf's stubs are ``<unknown>`` too, so
+that time and counts meet (miniAMR's ``memcpy@plt`` had been a kernel ``memcpy`` with time and
+never a count). The text report is kept beside each data file
 (``.report.txt``, and perf's task table ``.tasks.txt`` for a launch-wide file), so the
 numbers can be read again without perf or the binaries.
 """
@@ -71,6 +75,7 @@ from apmt.tables import write_text_atomic
 
 DEFAULT_CLOCK_HZ = 997                 # a prime, so sampling does not beat with periodic code
 _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
+PLT_SUFFIX = "@plt"   # a procedure linkage table stub, as perf names it
 _SECTION = re.compile(r"^#\s*Samples:\s*(\S+)\s+of event '(.*)'\s*$")
 _EVENT_COUNT = re.compile(r"^#\s*Event count \(approx\.\):\s*([0-9]+)")
 _TASK = re.compile(r"^-?[0-9]+:")
@@ -115,6 +120,8 @@ def kernel_name(dso: str, symbol: str) -> str:
     if (MPI_LIBRARY.match(library) and not MPI_NAME.match(symbol)) \
             or SYSTEM_LIBRARY.match(library) or library == TRACER_LIBRARY:
         return f"<{library}>"
+    if symbol.endswith(PLT_SUFFIX):
+        return UNKNOWN
     return function_name(symbol)
 
 
