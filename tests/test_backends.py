@@ -567,14 +567,35 @@ def need(*tools: str) -> None:
         pytest.skip(f"{', '.join(missing)} not installed")
 
 
+def compiled(tmp_path_factory, compiler: str, source: Path, *flags: str) -> Path:
+    """A fixture program built with an MPI compiler wrapper (-O1 -g), once per module."""
+    need(compiler, "mpirun")
+    binary = tmp_path_factory.mktemp(source.stem) / source.stem
+    subprocess.run([compiler, "-O1", *flags, "-g", "-o", str(binary), str(source)], check=True,
+                   capture_output=True)
+    return binary
+
+
+def counted_and_sampled(tmp_path: Path, binary: Path, counted_n: int, sampled_n: int
+                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The program's tables on 2 ranks under real cachegrind (n = counted_n) and real perf
+    cpu-clock sampling at 4 kHz (n = sampled_n): counts and times."""
+    need("valgrind", "perf")
+    counter = make_backend("cachegrind", load_machine("haswell-e5-2698v3"), None)[0]
+    sampler = make_backend("perf-clock", None, None, frequency=4000)[0]
+    tables = []
+    for backend, n in ((counter, counted_n), (sampler, sampled_n)):
+        backend.check()
+        folder = tmp_path / backend.name
+        folder.mkdir()
+        run_ranks(folder, backend.rank_prefix(folder), binary, n)
+        tables.append(backend.parse(folder))
+    return tables[0], tables[1]
+
+
 @pytest.fixture(scope="module")
 def two_kernels(tmp_path_factory) -> Path:
-    need("mpicc", "mpirun")
-    folder = tmp_path_factory.mktemp("two_kernels")
-    binary = folder / "two_kernels"
-    subprocess.run(["mpicc", "-O1", "-fno-inline", "-g", "-o", str(binary), str(PROGRAM)],
-                   check=True, capture_output=True)
-    return binary
+    return compiled(tmp_path_factory, "mpicc", PROGRAM, "-fno-inline")
 
 
 def run_ranks(run_dir: Path, prefix: list[str], binary: Path, n: int,
@@ -608,11 +629,7 @@ def test_cachegrind_real_mpi_run(tmp_path, two_kernels):
 
 @pytest.fixture(scope="module")
 def templates(tmp_path_factory) -> Path:
-    need("mpicxx", "mpirun")
-    binary = tmp_path_factory.mktemp("templates") / "templates"
-    subprocess.run(["mpicxx", "-O1", "-g", "-o", str(binary), str(TEMPLATES)], check=True,
-                   capture_output=True)
-    return binary
+    return compiled(tmp_path_factory, "mpicxx", TEMPLATES)
 
 
 @pytest.mark.slow
@@ -621,20 +638,10 @@ def test_a_template_kernel_has_one_name_in_perf_and_cachegrind(tmp_path, templat
     and not in perf's: miniFE's kernels got their time under one name and their counts under
     another, and the diagnosis found no counts for any key kernel. Both tools now name them
     alike, and the counts stand as the loops do (3n iterations to n)."""
-    need("valgrind", "perf")
-    counter = make_backend("cachegrind", load_machine("haswell-e5-2698v3"), None)[0]
-    sampler = make_backend("perf-clock", None, None, frequency=4000)[0]
-    tables = {}
-    for backend, n in ((counter, 200_000), (sampler, 50_000_000)):
-        backend.check()
-        folder = tmp_path / backend.name
-        folder.mkdir()
-        run_ranks(folder, backend.rank_prefix(folder), templates, n)
-        tables[backend.name] = backend.parse(folder)
+    counts, timed = counted_and_sampled(tmp_path, templates, 200_000, 50_000_000)
     kernels = {"kernels::axpy<double, 3>", "kernels::scaled_sum<double>"}
-    for table in tables.values():
+    for table in (counts, timed):
         assert kernels <= set(table["kernel"])
-    counts = tables[counter.name]
     instructions = counts[counts["metric"] == "instructions"].groupby("kernel")["value"].sum()
     ratio = instructions["kernels::scaled_sum<double>"] / instructions["kernels::axpy<double, 3>"]
     assert 1.5 < ratio < 6
@@ -642,11 +649,7 @@ def test_a_template_kernel_has_one_name_in_perf_and_cachegrind(tmp_path, templat
 
 @pytest.fixture(scope="module")
 def plt_calls(tmp_path_factory) -> Path:
-    need("mpicc", "mpirun")
-    binary = tmp_path_factory.mktemp("plt") / "plt_calls"
-    subprocess.run(["mpicc", "-O1", "-g", "-o", str(binary), str(PLT_CALLS)], check=True,
-                   capture_output=True)
-    return binary
+    return compiled(tmp_path_factory, "mpicc", PLT_CALLS)
 
 
 @pytest.mark.slow
@@ -655,17 +658,7 @@ def test_a_plt_stub_is_no_function_in_perf_nor_cachegrind(tmp_path, plt_calls):
     PLT entry and counts its jumps under ``???``. miniAMR's stub had been a kernel ``memcpy``
     with time and never a count. Both tools now put the stub's time and counts in
     ``<unknown>``, and every function perf timed is one cachegrind counted."""
-    need("valgrind", "perf")
-    counter = make_backend("cachegrind", load_machine("haswell-e5-2698v3"), None)[0]
-    sampler = make_backend("perf-clock", None, None, frequency=4000)[0]
-    tables = {}
-    for backend, n in ((counter, 200_000), (sampler, 100_000_000)):
-        backend.check()
-        folder = tmp_path / backend.name
-        folder.mkdir()
-        run_ranks(folder, backend.rank_prefix(folder), plt_calls, n)
-        tables[backend.name] = backend.parse(folder)
-    timed, counts = tables[sampler.name], tables[counter.name]
+    counts, timed = counted_and_sampled(tmp_path, plt_calls, 200_000, 100_000_000)
     assert "memcpy" not in set(timed["kernel"]) | set(counts["kernel"])
     functions = {k for k in timed["kernel"] if not k.startswith("<")}
     assert "copy_loop" in functions and functions <= set(counts["kernel"])
