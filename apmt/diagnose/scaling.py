@@ -70,6 +70,13 @@ CPI_DEVIATION_LIMIT = 1e-2
 # a rise or fall of the total below 2% counts as flat: far inside the model's own error
 # (median 6-12% on held-out runs, the README's accuracy table), so no evidence of a trend
 FLAT = 0.02
+# the ranks' sampled time over the cores, as a share of a crowded run's wall time, from which
+# the cores' sharing sets that time. The sampled time misses start-up and what runs before
+# perf follows a rank: in the largest crowded run of the profiled applications whose runs on
+# one rank take 1.5 s or more it filled 67% (NPB EP S) to 89% (miniAMR, NPB LU W), less where
+# start-up weighs more (NPB's classes S, 35% to 67%) or other work shared the machine
+# (LAMMPS' LJ 0.8 input, 45%)
+BUSY_CORES = 0.7
 P2P, LIBRARY, OTHER_COLLECTIVES = "p2p communication", "MPI library", "other collectives"
 OTHERS_PART = PART_LABELS["others_time"]
 SCALING = "Scaling"    # the title when the scaling part cannot be diagnosed
@@ -254,12 +261,26 @@ def _measured_app(model: Model, measurements: pd.DataFrame,
     """The mean measured application time at each point that was measured, else NaN."""
     app = model.app_kernel or APP_KERNEL
     if app in set(measurements["kernel"]):
-        measured = measured_points(measurements, model.params, app)
-    else:   # no application kernel: the model's time is the sum of the kernels, so too here
-        runs = per_run(measurements[measurements["metric"] == TIME_METRIC], model.params)
-        summed = runs.groupby(["p", *model.params, "rep"], as_index=False)["value"].sum()
-        measured = summed.groupby(["p", *model.params], as_index=False)["value"].mean()
-        measured = measured.rename(columns={"value": "mean"})
+        return _at_points(measured_points(measurements, model.params, app), model, values)
+    # no application kernel: the model's time is the sum of the kernels, so too here
+    return _kernels_time(model, measurements, values)
+
+
+def _kernels_time(model: Model, measurements: pd.DataFrame,
+                  values: dict[str, np.ndarray]) -> np.ndarray:
+    """One rank's measured time summed over its kernels (the application's own time left
+    out), the mean over the runs, at each point that was measured, else NaN."""
+    times = measurements[(measurements["metric"] == TIME_METRIC)
+                         & (measurements["kernel"] != (model.app_kernel or APP_KERNEL))]
+    runs = per_run(times, model.params)
+    summed = runs.groupby(["p", *model.params, "rep"], as_index=False)["value"].sum()
+    measured = summed.groupby(["p", *model.params], as_index=False)["value"].mean()
+    return _at_points(measured.rename(columns={"value": "mean"}), model, values)
+
+
+def _at_points(measured: pd.DataFrame, model: Model, values: dict[str, np.ndarray]
+               ) -> np.ndarray:
+    """``measured``'s mean at each point of ``values`` (NaN where it has none)."""
     result = np.full(len(values["p"]), np.nan)
     for index in range(len(values["p"])):
         mask = np.isclose(measured["p"].to_numpy(float), values["p"][index])
@@ -293,6 +314,8 @@ def scaling_section(model: Model, measurements: pd.DataFrame, values: dict[str, 
     findings = _dominance(table, measured_max) + _minimum(table, parts, measured_max, mode)
     findings += _unsupported(values, levels, reasons)
     findings += _shared_cores(table, oversubscribed_p, mode)
+    findings += _busy_cores(table, _kernels_time(model, measurements, values), oversubscribed_p,
+                            set(measurements["p"].unique()))
     title = f"{mode.capitalize()} scaling" + (f" ({setting})" if setting else "")
     return Section(title, findings, table, _scaling_note(model, parts, measured_max))
 
@@ -317,6 +340,30 @@ def _shared_cores(table: pd.DataFrame, oversubscribed_p: set[int], mode: str) ->
                                "are of runs as crowded, not of runs with a core per rank; "
                                "profile on as many cores as ranks to predict a cluster" + stop,
                     p=first)]
+
+
+def _busy_cores(table: pd.DataFrame, per_rank: np.ndarray, oversubscribed_p: set[int],
+                measured_p: set[float]) -> list[Finding]:
+    """How full the shared cores were in the largest crowded run: its ranks' sampled time
+    (one rank's, times P) over the cores, against the run's wall time. The cores are as many
+    as the largest P that ran uncrowded. Near 1 (BUSY_CORES and up) the crowded runs' time
+    is the ranks' total work shared out over the cores: miniAMR's 32 ranks on 2 cores, 89%,
+    where its parts per rank (0.3 s of computation, 1.2 s in MPI) left 6.8 s of the modelled
+    8.3 s unaccounted."""
+    alone = [p for p in measured_p if p not in oversubscribed_p]
+    p, wall = table["p"].to_numpy(float), table["measured"].to_numpy(float)
+    crowded = np.flatnonzero(np.isin(p, list(oversubscribed_p)) & np.isfinite(wall)
+                             & np.isfinite(per_rank) & (wall > 0))
+    if not alone or not len(crowded):
+        return []
+    at, cores = crowded[-1], max(alone)
+    busy = p[at] * per_rank[at] / cores / wall[at]
+    why = ("; a crowded run's time is its ranks' total work shared out over the cores, and "
+           "the model's time beyond the measured P carries that on" if busy >= BUSY_CORES
+           else "; in the rest no rank was sampled (start-up, waits off the cores)")
+    return [Finding("info", f"at P={p[at]:g} the ranks' sampled time, {p[at]:g} x "
+                            f"{seconds(per_rank[at])} over {cores:g} cores, fills {busy:.0%} of "
+                            f"the run's {seconds(wall[at])}" + why, p=int(p[at]))]
 
 
 def _unsupported(values: dict[str, np.ndarray], levels: list[str],
