@@ -52,6 +52,26 @@ def function_name(symbol: str) -> str:
     return _without_return_type(_without_parameters(name))
 
 
+def joined_aliases(seen: list[set[str]]) -> dict[str, str]:
+    """Names of one function under two symbols, each seen by one tool only (``seen``: the
+    kernels each tool named in a study), to join: a name with leading underscores that only
+    one tool saw, and the same name without them that only another saw, are one function, the
+    shorter name kept. A C library exports its functions as weak aliases of internal ones at
+    the same address (glibc's ``fmod`` of ``__fmod``): perf names such a function by its global
+    symbol, valgrind by the shortest, and the ParRes PIC kernel's fmod had its time under one
+    name and its counts under the other."""
+    found = {}
+    for index, names in enumerate(seen):
+        others = set().union(*(s for j, s in enumerate(seen) if j != index))
+        only_here = names - others
+        only_there = {name.lstrip("_"): name for name in others - names}
+        for name in only_here:
+            partner = only_there.get(name.lstrip("_"))
+            if name.startswith("_") and partner is not None and len(partner) < len(name):
+                found[name] = partner
+    return found
+
+
 def _without_parameters(name: str) -> str:
     name = re.sub(r"\)\s*(const|volatile|&|&&|\s)*$", ")", name)
     if not name.endswith(")"):

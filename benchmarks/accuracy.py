@@ -102,7 +102,8 @@ nothing changed for it. Its first evaluation: 0.21% against the power law's 2.7%
 points, 92% inside, median width 1.05: its counts are exact); its MPI operations 28.5%
 against the analytic model's 35.5% (16 points, all inside, median width 14,113); its
 application time 9.1% and 0.9% at P = 16 and 32 against Amdahl's 23.2% and 6.8%. It showed
-one function under two names (glibc's fmod: perf's __fmod, cachegrind's fmod), not mended.
+one function under two names (glibc's fmod: perf's __fmod, cachegrind's fmod), joined since
+(apmt.names.joined_aliases; extracted again, every figure as before).
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size

@@ -40,13 +40,14 @@ from apmt.collect.launch import (
 )
 from apmt.errors import ApmtError
 from apmt.machine import Machine, load_machine
-from apmt.names import UNKNOWN, is_mpi
+from apmt.names import UNKNOWN, is_mpi, joined_aliases
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PERF_FIXTURES = FIXTURES / "perf"
 PROGRAM = FIXTURES / "backends" / "two_kernels.c"
 TEMPLATES = FIXTURES / "backends" / "templates.cpp"
 PLT_CALLS = FIXTURES / "backends" / "plt_calls.c"
+FMOD_CALLS = FIXTURES / "backends" / "fmod_calls.c"
 
 
 def cpuinfo(vendor: str, family: int, model: int, name: str = "test CPU") -> str:
@@ -567,12 +568,13 @@ def need(*tools: str) -> None:
         pytest.skip(f"{', '.join(missing)} not installed")
 
 
-def compiled(tmp_path_factory, compiler: str, source: Path, *flags: str) -> Path:
+def compiled(tmp_path_factory, compiler: str, source: Path, *flags: str,
+             libraries: tuple[str, ...] = ()) -> Path:
     """A fixture program built with an MPI compiler wrapper (-O1 -g), once per module."""
     need(compiler, "mpirun")
     binary = tmp_path_factory.mktemp(source.stem) / source.stem
-    subprocess.run([compiler, "-O1", *flags, "-g", "-o", str(binary), str(source)], check=True,
-                   capture_output=True)
+    subprocess.run([compiler, "-O1", *flags, "-g", "-o", str(binary), str(source), *libraries],
+                   check=True, capture_output=True)
     return binary
 
 
@@ -665,6 +667,28 @@ def test_a_plt_stub_is_no_function_in_perf_nor_cachegrind(tmp_path, plt_calls):
     assert timed.loc[timed["kernel"] == UNKNOWN, "value"].sum() > 0
     jumps = counts[(counts["kernel"] == UNKNOWN) & (counts["metric"] == "instructions")]
     assert jumps.groupby("rank")["value"].sum().min() >= 200_000     # one per call
+
+
+@pytest.fixture(scope="module")
+def fmod_calls(tmp_path_factory) -> Path:
+    return compiled(tmp_path_factory, "mpicc", FMOD_CALLS, libraries=("-lm",))
+
+
+@pytest.mark.slow
+def test_a_library_function_under_two_aliases_gets_one_name(tmp_path, fmod_calls):
+    """glibc's fmod is one function under two symbols: perf, with the library's debug
+    symbols, names it by its global one (``__fmod``), valgrind by the shortest (``fmod``); the
+    ParRes PIC kernel's fmod had its time under one name and its counts under the other.
+    Joined by their names (apmt.names.joined_aliases, as extraction does), the function has
+    its time and its counts under ``fmod``, whichever name perf gave it here."""
+    counts, timed = counted_and_sampled(tmp_path, fmod_calls, 100_000, 20_000_000)
+    aliases = joined_aliases([set(counts["kernel"]), set(timed["kernel"])])
+    assert set(aliases.values()) <= {"fmod"}
+    table = pd.concat([counts, timed]).replace({"kernel": aliases})
+    fmod = table[table["kernel"] == "fmod"]
+    assert {"time", "instructions"} <= set(fmod["metric"]) and "__fmod" not in set(
+        table["kernel"])
+    assert fmod.loc[fmod["metric"] == "instructions", "value"].min() >= 100_000  # a call each
 
 
 # Sampled at 4 kHz, rank 0's work_b must get a few hundred samples for the 3:1 ratio to hold

@@ -11,7 +11,7 @@ import pytest
 from apmt.ingest import import_profiles
 from apmt.kernels import classify, cost_metric, runtime_buckets, summed_kernels
 from apmt.model import build_model
-from apmt.names import MPI_RUNTIME, SYSTEM
+from apmt.names import MPI_RUNTIME, SYSTEM, joined_aliases
 from apmt.series import points
 from apmt.tables import check_table
 
@@ -281,3 +281,16 @@ def test_a_sum_of_kernels_is_as_spread_as_its_parts_in_quadrature() -> None:
     [summed] = summed_kernels(parts, []).to_dict("records")
     assert summed["value"] == 4.0 and summed["reps"] == 2
     assert summed["spread"] == pytest.approx(np.hypot(0.3, 0.2) / 4)
+
+
+def test_aliases_two_tools_saw_apart_are_joined() -> None:
+    """A name with leading underscores that only one tool saw, beside the same name without
+    them that only another saw, is one function under its shorter name; not where a tool saw
+    both, or both tools one of them, nor a bucket."""
+    assert joined_aliases([{"__fmod", "main"}, {"fmod", "main"}]) == {"__fmod": "fmod"}
+    assert joined_aliases([{"fmod", "main"}, {"__fmod", "main"}, {"fmod"}]) == {"__fmod": "fmod"}
+    assert joined_aliases([{"__fmod", "fmod"}, {"fmod"}]) == {}
+    assert joined_aliases([{"__fmod"}, {"fmod", "__fmod"}]) == {}
+    assert joined_aliases([{"_start"}, {"start_"}]) == {}
+    assert joined_aliases([{"<__libc>"}, {"<libc>"}]) == {}
+    assert joined_aliases([{"__fmod"}]) == {}

@@ -39,6 +39,7 @@ from apmt.collect.runner import (
 from apmt.errors import ApmtError
 from apmt.inputs import is_number, shown
 from apmt.machine import Machine
+from apmt.names import joined_aliases
 from apmt.study import Run, Study
 from apmt.tables import APP_KERNEL, TIME_METRIC, check_table, write_table, write_text_atomic
 
@@ -117,11 +118,13 @@ def _measurements(runs: list[tuple[Run, list[Path]]], backends: list[Backend],
     frames = []
     timing = timing_pass(backends)
     timed = app_time_measured(backends)
+    seen: list[set[str]] = [set() for _ in backends]
     for run, dirs in runs:
         columns = _run_columns(run, study)
-        for backend, run_dir in zip(backends, dirs, strict=False):
+        for index, (backend, run_dir) in enumerate(zip(backends, dirs, strict=False)):
             if run_dir is not None:     # a simulator's pass runs in the first repetition only
                 frames.append(_parsed(backend, run_dir).assign(**columns))
+                seen[index].update(frames[-1]["kernel"])
         if timed:
             frames.append(_app_rows(run, dirs[timing]).assign(**columns))
     order = ["kernel", "metric", "p", *study.param_names, "rep", "rank", "value"]
@@ -129,6 +132,9 @@ def _measurements(runs: list[tuple[Run, list[Path]]], backends: list[Backend],
     if not frames:
         raise ApmtError(f"{study.source}: the finished runs hold no measurements")
     table = pd.concat(frames, ignore_index=True)
+    aliases = joined_aliases(seen)      # one function the tools named apart (apmt.names)
+    if aliases:
+        table["kernel"] = table["kernel"].replace(aliases)
     return table[order]
 
 
