@@ -124,6 +124,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -361,13 +362,18 @@ def applications(data: Path, baselines: list[str]) -> pd.DataFrame:
 
 DEVELOPED_ON = ("relearn", "lulesh_caliper", "mpi_collectives", "mm_cubeset", "lammps",
                 "lammps_comm")
-ADDED_LAST_SETS = tuple(f"npb_{bench}{part}" for bench in ADDED_LAST for part in ("", "_comm"))
-SORT_SETS = tuple(f"npb_{bench}{part}" for bench in SORT for part in ("", "_comm"))
-NEW_APP_SETS = tuple(f"{name}{part}" for name in NEW_APPS for part in ("", "_comm"))
-LAST_APP_SETS = tuple(f"{name}{part}" for name in LAST_APPS for part in ("", "_comm"))
-AMR_SETS = tuple(f"{name}{part}" for name in AMR for part in ("", "_comm"))
-PIC_SETS = tuple(f"{name}{part}" for name in PIC for part in ("", "_comm"))
 TOGETHER = tuple(TOGETHER_SETS)
+
+
+def _with_comm(names: Iterable[str], prefix: str = "") -> tuple[str, ...]:
+    """The sets of these applications: each one's kernels and its MPI operations."""
+    return tuple(f"{prefix}{name}{part}" for name in names for part in ("", "_comm"))
+
+
+# the pools of sets added after the rules had been set, each as it came (the docstring)
+POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_comm(SORT, "npb_"),
+         "new applications": _with_comm(NEW_APPS), "last applications": _with_comm(LAST_APPS),
+         "adaptive mesh": _with_comm(AMR), "particle in cell": _with_comm(PIC)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
@@ -382,13 +388,8 @@ def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
     together = evaluation["set"].isin(TOGETHER)
     for name, part in (("developed on", evaluation[developed]),
                        ("not developed on", evaluation[~developed & ~together]),
-                       ("added last", evaluation[evaluation["set"].isin(ADDED_LAST_SETS)]),
-                       ("integer sort", evaluation[evaluation["set"].isin(SORT_SETS)]),
-                       ("new applications", evaluation[evaluation["set"].isin(NEW_APP_SETS)]),
-                       ("last applications",
-                        evaluation[evaluation["set"].isin(LAST_APP_SETS)]),
-                       ("adaptive mesh", evaluation[evaluation["set"].isin(AMR_SETS)]),
-                       ("particle in cell", evaluation[evaluation["set"].isin(PIC_SETS)]),
+                       *((pool, evaluation[evaluation["set"].isin(sets)])
+                         for pool, sets in POOLS.items()),
                        ("classes together", evaluation[together]),
                        ("all", evaluation[~together])):
         if not part.empty:

@@ -314,8 +314,7 @@ def scaling_section(model: Model, measurements: pd.DataFrame, values: dict[str, 
     findings = _dominance(table, measured_max) + _minimum(table, parts, measured_max, mode)
     findings += _unsupported(values, levels, reasons)
     findings += _shared_cores(table, oversubscribed_p, mode)
-    findings += _busy_cores(table, _kernels_time(model, measurements, values), oversubscribed_p,
-                            set(measurements["p"].unique()))
+    findings += _busy_cores(model, measurements, values, table, oversubscribed_p)
     title = f"{mode.capitalize()} scaling" + (f" ({setting})" if setting else "")
     return Section(title, findings, table, _scaling_note(model, parts, measured_max))
 
@@ -342,19 +341,22 @@ def _shared_cores(table: pd.DataFrame, oversubscribed_p: set[int], mode: str) ->
                     p=first)]
 
 
-def _busy_cores(table: pd.DataFrame, per_rank: np.ndarray, oversubscribed_p: set[int],
-                measured_p: set[float]) -> list[Finding]:
+def _busy_cores(model: Model, measurements: pd.DataFrame, values: dict[str, np.ndarray],
+                table: pd.DataFrame, oversubscribed_p: set[int]) -> list[Finding]:
     """How full the shared cores were in the largest crowded run: its ranks' sampled time
     (one rank's, times P) over the cores, against the run's wall time. The cores are as many
     as the largest P that ran uncrowded. Near 1 (BUSY_CORES and up) the crowded runs' time
     is the ranks' total work shared out over the cores: miniAMR's 32 ranks on 2 cores, 89%,
     where its parts per rank (0.3 s of computation, 1.2 s in MPI) left 6.8 s of the modelled
     8.3 s unaccounted."""
-    alone = [p for p in measured_p if p not in oversubscribed_p]
+    alone = [p for p in measurements["p"].unique() if p not in oversubscribed_p]
+    if not oversubscribed_p or not alone:
+        return []
+    per_rank = _kernels_time(model, measurements, values)
     p, wall = table["p"].to_numpy(float), table["measured"].to_numpy(float)
     crowded = np.flatnonzero(np.isin(p, list(oversubscribed_p)) & np.isfinite(wall)
                              & np.isfinite(per_rank) & (wall > 0))
-    if not alone or not len(crowded):
+    if not len(crowded):
         return []
     at, cores = crowded[-1], max(alone)
     busy = p[at] * per_rank[at] / cores / wall[at]
