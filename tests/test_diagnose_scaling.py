@@ -339,15 +339,21 @@ def test_planted_scaling_on_real_profiles(planted: dict) -> None:
 def test_a_regime_the_fits_start_after_is_said(measured_data: Path, tmp_path: Path) -> None:
     """LAMMPS profiled on 2 cores (P <= 8): the model fits its functions from a later P (the
     single rank that does not communicate, the ranks that share the cores from P = 3), and
-    the strong-scaling section's note says why."""
+    the strong-scaling section's note says why. The measured P before it are left out of
+    the scaling sections, which would show the fits run backwards out of their range, and
+    the note says so."""
     table = read_table(measured_data / "lammps/p1-32/measurements.csv", "measurements")
     measurements = table[table["p"] <= 8]
     model = build_model(measurements, ["size"], source="lammps")
     start = model.calibration["regime"]["start"]
     assert start in (2.0, 3.0)
     result = sections(study_folder(tmp_path / "lammps", model, measurements))
-    assert f"the runs at p < {start:g} follow another regime" in \
-        section(result, "Strong scaling").note
+    strong = section(result, "Strong scaling")
+    before = ", ".join(f"{p:g}" for p in sorted(measurements["p"].unique()) if p < start)
+    assert f"the runs at p < {start:g} follow another regime" in strong.note
+    assert f"the measured P = {before} are left out here" in strong.note
+    assert strong.table["p"].min() == start
+    assert f"at P={start:g}:" in section(result, "Kernel ranking").findings[0].text
 
 
 def test_runs_on_shared_cores_are_said_to_predict_crowded_runs(measured_data: Path,
@@ -355,8 +361,9 @@ def test_runs_on_shared_cores_are_said_to_predict_crowded_runs(measured_data: Pa
     """miniFE profiled on 2 cores at P = 1..32: its time stops falling at P = 3, the first run
     with more ranks than cores, and the model carries the crowding on (15 s at P = 256). The
     strong-scaling section says which runs shared cores, that the model's times from them on
-    are of such runs, and that the stop is the machine's; without the provenance's list of
-    such runs it says nothing of the kind."""
+    are of such runs, and that the stop is the machine's, also when the P asked for start at
+    the first crowded run; without the provenance's list of such runs it says nothing of the
+    kind."""
     measurements = read_table(measured_data / "minife/measurements.csv", "measurements")
     comm = read_table(measured_data / "minife/comm.csv", "communication")
     folder = study_folder(tmp_path / "minife", build_model(measurements, ["nx"], comm=comm,
@@ -369,6 +376,9 @@ def test_runs_on_shared_cores_are_said_to_predict_crowded_runs(measured_data: Pa
     [crowded] = [f for f in strong.findings if "more ranks than cores" in f.text]
     assert crowded.severity == "warning" and crowded.p == 3
     assert crowded.text.startswith("the runs at P=3, 4, 6, 8, 16, 32 had more ranks")
+    assert "stops falling where the ranks share cores (from P=3)" in crowded.text
+    from_crowded = section(sections(folder, [3, 4, 8, 16]), "Strong scaling")
+    [crowded] = [f for f in from_crowded.findings if "more ranks than cores" in f.text]
     assert "stops falling where the ranks share cores (from P=3)" in crowded.text
     (folder / "measurements.csv.provenance.json").unlink()
     strong = section(sections(folder), "Strong scaling")

@@ -124,6 +124,7 @@ def scaling_sections(model: Model, measurements: pd.DataFrame, p_values: list[fl
     cores (apmt.diagnose.imbalance.oversubscribed)."""
     # the work per rank of per-rank parameters stays as P grows: that is weak scaling
     first = "weak" if model.scaling == "weak" and not _total_params(model) else "strong"
+    p_values = [p for p in p_values if p >= regime_start(model)]
     values, setting = scale_values(model, measurements, p_values, "strong")
     strong = components(model, values)
     result = [scaling_section(model, measurements, values, strong, first, setting,
@@ -316,7 +317,7 @@ def scaling_section(model: Model, measurements: pd.DataFrame, values: dict[str, 
     findings += _shared_cores(table, oversubscribed_p, mode)
     findings += _busy_cores(model, measurements, values, table, oversubscribed_p)
     title = f"{mode.capitalize()} scaling" + (f" ({setting})" if setting else "")
-    return Section(title, findings, table, _scaling_note(model, parts, measured_max))
+    return Section(title, findings, table, _scaling_note(model, parts, measurements))
 
 
 def _shared_cores(table: pd.DataFrame, oversubscribed_p: set[int], mode: str) -> list[Finding]:
@@ -330,7 +331,8 @@ def _shared_cores(table: pd.DataFrame, oversubscribed_p: set[int], mode: str) ->
     first = min(oversubscribed_p)
     shown = ", ".join(f"{p:g}" for p in sorted(oversubscribed_p))
     p, stop = table["p"].to_numpy(float), ""
-    edge = min(first, *p[p < first][-1:])    # the last P before the crowded ones, or the first
+    before = p[p < first]
+    edge = before[-1] if len(before) else first   # the last P before the crowded ones, if shown
     if mode == "strong" and p[int(np.argmin(table["time"].to_numpy(float)))] >= edge:
         stop = ("; the total stops falling where the ranks share cores (from "
                 f"P={first}), which says more about the machine than about the application")
@@ -454,8 +456,17 @@ def _rise_causes(parts: pd.DataFrame, low_p: float, high_p: float, measured_max:
     return findings
 
 
-def _scaling_note(model: Model, parts: pd.DataFrame, measured_max: float) -> str:
-    notes = [f"* predicted beyond the measured P (largest measured: {measured_max:g})"]
+def regime_start(model: Model) -> float:
+    """The smallest P the model describes: where its fits start (apmt.fit_table's regime),
+    else 1. Below it the fits only run backwards out of their range (PENNANT's OS time,
+    fitted from P = 3 where the ranks start to share 2 cores, gave 0.64 s at P = 1, where
+    0.14 s was measured), so the scaling sections leave those P out and say so."""
+    return float(model.calibration.get("regime", {}).get("start", 1.0))
+
+
+def _scaling_note(model: Model, parts: pd.DataFrame, measurements: pd.DataFrame) -> str:
+    measured = sorted(float(p) for p in measurements["p"].unique())
+    notes = [f"* predicted beyond the measured P (largest measured: {measured[-1]:g})"]
     negative = sorted(set(parts.loc[parts["time"] < 0, "kernel"]))
     if negative:
         notes.append("predicted negative, counted as 0: " + ", ".join(negative))
@@ -469,6 +480,10 @@ def _scaling_note(model: Model, parts: pd.DataFrame, measured_max: float) -> str
     regime = model.calibration.get("regime", {})
     if "start" in regime:
         notes.append(regime["note"])
+        before = ", ".join(f"{p:g}" for p in measured if p < regime["start"])
+        if before:
+            notes.append(f"the measured P = {before} are left out here: the model does not "
+                         "describe them")
     return "; ".join(notes)
 
 
