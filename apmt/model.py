@@ -204,6 +204,15 @@ class Model:
     # ------------------------------------------------------------------------------ lookups
 
     @property
+    def first_p(self) -> float:
+        """The smallest P the model describes: where its fits start (the regime of
+        apmt.fit_table), else 1. Below it the fits only run backwards out of their range
+        (PENNANT's OS time, fitted from P = 3 where the ranks start to share 2 cores, gave
+        0.64 s at P = 1, where 0.14 s was measured): the diagnosis and the figures leave
+        those P out."""
+        return float(self.calibration.get("regime", {}).get("start", 1.0))
+
+    @property
     def classes(self) -> dict[str, str]:
         """Each kernel's class (key, non-scalable, communication, runtime, aggregated, ...)."""
         return {row["kernel"]: row["class"] for row in self.kernels}

@@ -375,6 +375,12 @@ def _ranks(values: dict[str, float]) -> dict[str, int]:
 
 # ------------------------------------------------------------------------------------ command
 
+def figure_p_values(model: Model, measurements: pd.DataFrame) -> list[float]:
+    """The P of the breakdown and ranking figures: the measured ones and the doublings
+    beyond them, from the first the model describes (Model.first_p)."""
+    return [p for p in scale_points(measurements["p"].unique()) if p >= model.first_p]
+
+
 def write_figures(study_dir: str | Path, out_dir: str | Path) -> list[Path]:
     """All five figures of one study folder; returns the files written."""
     study_dir, out_dir = Path(study_dir), Path(out_dir)
@@ -382,7 +388,7 @@ def write_figures(study_dir: str | Path, out_dir: str | Path) -> list[Path]:
     measurements = read_table(study_dir / layout.MEASUREMENTS)
     evaluation = pd.read_csv(study_dir / layout.EVALUATION, dtype={"kernel": str})
     study = study_dir.name
-    p_values = scale_points(measurements["p"].unique())
+    p_values = figure_p_values(model, measurements)
     setting = {name: float(measurements[name].max()) for name in model.params}
     largest = float(measurements["p"].max())
     paths = {name: out_dir / f"{name}.png" for name in layout.FIGURE_NAMES}

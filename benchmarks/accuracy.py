@@ -110,7 +110,7 @@ and 16, 32, nothing changed for it. Its first evaluation: 0.83% against the powe
 (604 points, 90% inside, median width 1.07); its MPI operations 10.6% against the analytic
 model's 10.6% (8 points, all inside, median width 20); its application time 8.4% and 14.6% at
 P = 16 and 32 against Amdahl's 1.7% and 5.7%. Its diagnosis showed the scaling sections
-drawing on the fits below the P they start at (apmt.diagnose.scaling.regime_start).
+drawing on the fits below the P they start at (apmt.model.Model.first_p).
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size

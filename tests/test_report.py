@@ -16,6 +16,7 @@ from apmt.ingest import import_profiles
 from apmt.model import build_model, save_model
 from apmt.report import (
     _suptitle,
+    figure_p_values,
     main,
     plot_breakdown,
     plot_errors,
@@ -24,7 +25,7 @@ from apmt.report import (
     plot_scaling,
 )
 from apmt.series import scale_points
-from apmt.tables import APP_KERNEL, check_table, write_table
+from apmt.tables import APP_KERNEL, check_table, read_table, write_table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 P_VALUES = [32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -194,6 +195,21 @@ def test_figures_of_a_long_study_name_keep_the_title_inside(study, tmp_path, plo
 def test_scale_points():
     assert scale_points([32, 64, 128, 256, 512]) == P_VALUES
     assert scale_points([1, 2, 3, 4]) == [1, 2, 3, 4, 8, 16, 32]
+
+
+def test_the_figures_start_where_the_fits_start(measured_data: Path) -> None:
+    """LAMMPS profiled on 2 cores (P <= 8): its fits start at a later P (Model.first_p),
+    below which they would run backwards out of their range; the breakdown and ranking
+    figures start there, and go on to the doublings beyond the data."""
+    table = read_table(measured_data / "lammps/p1-32/measurements.csv", "measurements")
+    measurements = table[table["p"] <= 8]
+    model = build_model(measurements, ["size"], source="lammps")
+    assert model.first_p in (2.0, 3.0)
+    shown = figure_p_values(model, measurements)
+    assert shown[0] == model.first_p and shown[-1] == 64
+    later = measurements[measurements["p"] >= 4]      # 4, 6, 8: too few P for a regime
+    unchanged = build_model(later, ["size"], source="lammps")
+    assert unchanged.first_p == 1 and figure_p_values(unchanged, later)[0] == 4
 
 
 def test_command_writes_all_figures(study, tmp_path):

@@ -124,7 +124,7 @@ def scaling_sections(model: Model, measurements: pd.DataFrame, p_values: list[fl
     cores (apmt.diagnose.imbalance.oversubscribed)."""
     # the work per rank of per-rank parameters stays as P grows: that is weak scaling
     first = "weak" if model.scaling == "weak" and not _total_params(model) else "strong"
-    p_values = [p for p in p_values if p >= regime_start(model)]
+    p_values = [p for p in p_values if p >= model.first_p]   # what the model describes
     values, setting = scale_values(model, measurements, p_values, "strong")
     strong = components(model, values)
     result = [scaling_section(model, measurements, values, strong, first, setting,
@@ -454,14 +454,6 @@ def _rise_causes(parts: pd.DataFrame, low_p: float, high_p: float, measured_max:
             f"at {_p(high_p, measured_max)}, {at.loc[(kernel, part), high_p] / total:.0%} of "
             "the time there"), kernel, None, int(high_p)))
     return findings
-
-
-def regime_start(model: Model) -> float:
-    """The smallest P the model describes: where its fits start (apmt.fit_table's regime),
-    else 1. Below it the fits only run backwards out of their range (PENNANT's OS time,
-    fitted from P = 3 where the ranks start to share 2 cores, gave 0.64 s at P = 1, where
-    0.14 s was measured), so the scaling sections leave those P out and say so."""
-    return float(model.calibration.get("regime", {}).get("start", 1.0))
 
 
 def _scaling_note(model: Model, parts: pd.DataFrame, measurements: pd.DataFrame) -> str:
