@@ -8,7 +8,7 @@ other method's median, apmt's ratio to the best of them, and how many of apmt's 
 hold the measured value and their median width (upper/lower), from one run; then the same
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
-P x size sets, and all but those (--long: every method's).
+ParRes DGEMM, the P x size sets, and all but those (--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -104,13 +104,20 @@ against the analytic model's 35.5% (16 points, all inside, median width 14,113);
 application time 9.1% and 0.9% at P = 16 and 32 against Amdahl's 23.2% and 6.8%. It showed
 one function under two names (glibc's fmod: perf's __fmod, cachegrind's fmod), joined since
 (apmt.names.joined_aliases; extracted again, every figure as before).
-PENNANT came last (UNSTRUCTURED, pooled as "unstructured mesh"): Lagrangian hydrodynamics on
+PENNANT came next (UNSTRUCTURED, pooled as "unstructured mesh"): Lagrangian hydrodynamics on
 an unstructured mesh of polygons that the application splits among the ranks itself, P = 1..8
 and 16, 32, nothing changed for it. Its first evaluation: 0.83% against the power law's 1.44%
 (604 points, 90% inside, median width 1.07); its MPI operations 10.6% against the analytic
 model's 10.6% (8 points, all inside, median width 20); its application time 8.4% and 14.6% at
 P = 16 and 32 against Amdahl's 1.7% and 5.7%. Its diagnosis showed the scaling sections
 drawing on the fits below the P they start at (apmt.model.Model.first_p).
+The ParRes Kernels' MPI DGEMM came last (DENSE, pooled as "dense matrix"): a dense matrix
+product by SUMMA on the ranks' 2-D grid, P = 1..8 and 16, 32, nothing changed for it. Its
+first evaluation: 32.8% against the analytic model's 42.9% and the power law's 43.9% (206
+points, all inside, median width 47: its run-time buckets' counts jump, and at P = 3 and 6 its
+grid splits the matrix unevenly, 18% more instructions in all at 6); its MPI operations
+112% against the analytic model's 36.9% (14 points, all inside, median width 636); its
+application time 14.4% and 9.2% at P = 16 and 32 against Amdahl's 17.7% and 4.0%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -120,11 +127,12 @@ hold other sets' points again, so they are pooled on their own ("classes togethe
 out of "all". With LAMMPS, also the application's time assembled as the workflow does (Eq. 2),
 from rolling origins (see application()); with every set, the application's time at the
 held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500,
-the transpose, miniAMR, PIC, PENNANT; see applications()), next to the baselines fitted to the
-measured application time. Its first run (Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33
-points; the new applications 98.0% against 25.5%); reconciled with the measured whole since
-(apmt.predict._reconciled), 20.9%; Graph500, added after that, 2.8% against the power law's
-31.2%; miniAMR 19.7% against Amdahl's 37.5%; the PIC kernel 5.0% against 15.0%.
+the transpose, miniAMR, PIC, PENNANT, DGEMM; see applications()), next to the baselines
+fitted to the measured application time. Its first run (Eq. 2's sum alone) gave 27.0% against
+Amdahl's 19.2% (33 points; the new applications 98.0% against 25.5%); reconciled with the
+measured whole since (apmt.predict._reconciled), 20.9%; Graph500, added after that, 2.8%
+against the power law's 31.2%; miniAMR 19.7% against Amdahl's 37.5%; the PIC kernel 5.0%
+against 15.0%; PENNANT 11.5% against Amdahl's 3.7%; the DGEMM 11.8% against 10.8%.
 """
 
 from __future__ import annotations
@@ -199,7 +207,11 @@ PIC = {"prk_pic": "particles"}
 # unstructured mesh of polygons, split by the application itself), strong scaling, fit P <= 8,
 # predict 16 and 32
 UNSTRUCTURED = {"pennant": "zones"}
-PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED}
+# and after it, nothing changed for it: the ParRes Kernels' MPI DGEMM (dense matrix product by
+# SUMMA on the ranks' 2-D grid, its broadcasts rings of sends), strong scaling, fit P <= 8,
+# predict 16 and 32
+DENSE = {"prk_dgemm": "order"}
+PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -354,7 +366,7 @@ APPLICATIONS = {**{f"npb_{bench}": (f"npb/{bench}", param, (16,))
 def applications(data: Path, baselines: list[str]) -> pd.DataFrame:
     """The application's time at the held-out P of every profiled application (APPLICATIONS:
     NPB's classes, LAMMPS' three inputs, HPCCG, miniFE, CloverLeaf, Graph500, the transpose,
-    miniAMR, PIC, PENNANT), as the workflow's evaluation predicts it from the smaller P
+    miniAMR, PIC, PENNANT, DGEMM), as the workflow's evaluation predicts it from the smaller P
     (apmt.evaluate.validate: the whole model, with the study's machine file where it names
     one), next to the baselines fitted to the measured application time of the same runs."""
     frames = []
@@ -385,13 +397,13 @@ def _with_comm(names: Iterable[str], prefix: str = "") -> tuple[str, ...]:
 POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_comm(SORT, "npb_"),
          "new applications": _with_comm(NEW_APPS), "last applications": _with_comm(LAST_APPS),
          "adaptive mesh": _with_comm(AMR), "particle in cell": _with_comm(PIC),
-         "unstructured mesh": _with_comm(UNSTRUCTURED)}
+         "unstructured mesh": _with_comm(UNSTRUCTURED), "dense matrix": _with_comm(DENSE)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
     """summary() per set, then pooled: over the sets apmt was developed on, over the others,
     over the last added of them, the integer sort, the three new applications, the two after
-    them, miniAMR, the PIC kernel, PENNANT, and over all;
+    them, miniAMR, the PIC kernel, PENNANT, the DGEMM, and over all;
     the P x size sets (TOGETHER) hold the points of the NPB sets again, and are pooled on
     their own."""
     rows = [summary(rows).assign(set=name, seconds=rows["seconds"].iloc[0])
