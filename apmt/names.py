@@ -21,6 +21,15 @@ MPI_LIBRARY = re.compile(
     r"|libompi\w*|libhwloc|libevent[\w.-]*|libapmt_pmpi|pmix_mca_\w+|libibverbs|librdmacm"
     r"|libinfinipath|libpsm_infinipath|libnl[\w-]*)$")
 TRACER_LIBRARY = "libapmt_pmpi"   # apmt's own PMPI tracer (apmt.collect.pmpi), one of them
+TRACER = f"<{TRACER_LIBRARY}>"     # its kernel, as samplers group it
+# the MPI library's functions the tracer itself calls on every traced call (apmt/pmpi: a
+# message's size, a rank's world rank, a Fortran handle's C one), beside the call it wraps
+TRACER_CALLS = frozenset({
+    "PMPI_Comm_create_keyval", "PMPI_Comm_get_attr", "PMPI_Comm_group", "PMPI_Comm_rank",
+    "PMPI_Comm_remote_group", "PMPI_Comm_remote_size", "PMPI_Comm_set_attr", "PMPI_Comm_size",
+    "PMPI_Comm_test_inter", "PMPI_Get_count", "PMPI_Group_free", "PMPI_Group_size",
+    "PMPI_Group_translate_ranks", "PMPI_Type_size", "PMPI_Comm_f2c", "PMPI_Type_f2c",
+    "PMPI_Status_f2c"})
 # the C library's parts, the OS kernel, the shell that starts each rank and the system
 # libraries MPI's helpers load (device and display discovery), as samplers name them grouped
 # (<libc>, <kernel>, <dash>)
@@ -70,6 +79,23 @@ def joined_aliases(seen: list[set[str]]) -> dict[str, str]:
             if name.startswith("_") and partner is not None and len(partner) < len(name):
                 found[name] = partner
     return found
+
+
+def tracer_callees(traced: set[str], untraced: list[set[str]]) -> dict[str, str]:
+    """The tracer's own calls among the functions a traced pass sampled (``traced``), to join
+    to the tracer's kernel: those of TRACER_CALLS (in either spelling, MPI_ or PMPI_) that no
+    untraced pass (``untraced``: the kernels each named, e.g. cachegrind's, which runs the
+    application without the tracer) ever saw executed, so the application never called them.
+    The ParRes Synch_p2p, which receives 400,000 single values per rank, showed perf time in
+    PMPI_Get_count and PMPI_Type_size, the tracer's sizing of each message, as the
+    application's functions, with no count. Without an untraced pass nothing can tell the
+    caller, and nothing is joined; a function both call keeps its name and both times."""
+    if not untraced:
+        return {}
+    executed = {name.removeprefix("P") for name in set().union(*untraced)}
+    own = {name.removeprefix("P") for name in TRACER_CALLS}
+    return {name: TRACER for name in traced
+            if name.removeprefix("P") in own and name.removeprefix("P") not in executed}
 
 
 def _without_parameters(name: str) -> str:

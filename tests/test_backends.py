@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from apmt.collect import pmpi
 from apmt.collect.backends import cpu
 from apmt.collect.backends.cachegrind import (
     Cachegrind,
@@ -40,7 +41,7 @@ from apmt.collect.launch import (
 )
 from apmt.errors import ApmtError
 from apmt.machine import Machine, load_machine
-from apmt.names import UNKNOWN, is_mpi, joined_aliases
+from apmt.names import TRACER, UNKNOWN, is_mpi, joined_aliases, tracer_callees
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PERF_FIXTURES = FIXTURES / "perf"
@@ -48,6 +49,7 @@ PROGRAM = FIXTURES / "backends" / "two_kernels.c"
 TEMPLATES = FIXTURES / "backends" / "templates.cpp"
 PLT_CALLS = FIXTURES / "backends" / "plt_calls.c"
 FMOD_CALLS = FIXTURES / "backends" / "fmod_calls.c"
+SINGLE_VALUES = FIXTURES / "backends" / "single_values.c"
 
 
 def cpuinfo(vendor: str, family: int, model: int, name: str = "test CPU") -> str:
@@ -578,10 +580,11 @@ def compiled(tmp_path_factory, compiler: str, source: Path, *flags: str,
     return binary
 
 
-def counted_and_sampled(tmp_path: Path, binary: Path, counted_n: int, sampled_n: int
-                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def counted_and_sampled(tmp_path: Path, binary: Path, counted_n: int, sampled_n: int,
+                        traced: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The program's tables on 2 ranks under real cachegrind (n = counted_n) and real perf
-    cpu-clock sampling at 4 kHz (n = sampled_n): counts and times."""
+    cpu-clock sampling at 4 kHz (n = sampled_n; ``traced``: under apmt's PMPI tracer, as the
+    runner's timing pass): counts and times."""
     need("valgrind", "perf")
     counter = make_backend("cachegrind", load_machine("haswell-e5-2698v3"), None)[0]
     sampler = make_backend("perf-clock", None, None, frequency=4000)[0]
@@ -590,7 +593,8 @@ def counted_and_sampled(tmp_path: Path, binary: Path, counted_n: int, sampled_n:
         backend.check()
         folder = tmp_path / backend.name
         folder.mkdir()
-        run_ranks(folder, backend.rank_prefix(folder), binary, n)
+        env = pmpi.environment(folder) if traced and backend is sampler else {}
+        run_ranks(folder, backend.rank_prefix(folder), binary, n, env=env)
         tables.append(backend.parse(folder))
     return tables[0], tables[1]
 
@@ -601,10 +605,11 @@ def two_kernels(tmp_path_factory) -> Path:
 
 
 def run_ranks(run_dir: Path, prefix: list[str], binary: Path, n: int,
-              around: Sequence[str] = ()) -> None:
+              around: Sequence[str] = (), env: dict[str, str] | None = None) -> None:
     """Run the program on 2 ranks as the runner does: each rank starts through apmt's exec
-    shim, which fills ``{rank}`` in the backend's words (``around``: a tool before mpirun)."""
-    ranks = rank_command(run_dir, prefix, [str(binary), str(n)], None, {})
+    shim, which fills ``{rank}`` in the backend's words (``around``: a tool before mpirun;
+    ``env``: the ranks' variables)."""
+    ranks = rank_command(run_dir, prefix, [str(binary), str(n)], None, env or {})
     done = subprocess.run([*around, "mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
                            "2", *ranks], cwd=run_dir, capture_output=True, text=True,
                           timeout=300, check=False)
@@ -689,6 +694,28 @@ def test_a_library_function_under_two_aliases_gets_one_name(tmp_path, fmod_calls
     assert {"time", "instructions"} <= set(fmod["metric"]) and "__fmod" not in set(
         table["kernel"])
     assert fmod.loc[fmod["metric"] == "instructions", "value"].min() >= 100_000  # a call each
+
+
+@pytest.fixture(scope="module")
+def single_values(tmp_path_factory) -> Path:
+    return compiled(tmp_path_factory, "mpicc", SINGLE_VALUES)
+
+
+@pytest.mark.slow
+def test_the_tracers_own_mpi_calls_are_its_cost(tmp_path, single_values):
+    """The ParRes Synch_p2p kernel passes single values along its pipeline; under apmt's PMPI
+    tracer perf sampled PMPI_Get_count and PMPI_Type_size, the tracer's sizing of every
+    message, as functions of the application, with time and never a count (cachegrind runs
+    without the tracer). Joined as extraction does (apmt.names.tracer_callees), their time is
+    the tracer's, and the application's own MPI_Recv and MPI_Send keep theirs."""
+    counts, timed = counted_and_sampled(tmp_path, single_values, 2_000, 400_000, traced=True)
+    joined = tracer_callees(set(timed["kernel"]), [set(counts["kernel"])])
+    assert joined and set(joined.values()) == {TRACER}
+    assert {name.removeprefix("P") for name in joined} <= {"MPI_Get_count", "MPI_Type_size"}
+    table = timed.replace({"kernel": joined})
+    calls = {k for k in table["kernel"] if is_mpi(k) and not k.startswith("<")}
+    assert calls and calls <= set(counts["kernel"]), calls - set(counts["kernel"])
+    assert table.loc[table["kernel"] == TRACER, "value"].sum() > 0
 
 
 # Sampled at 4 kHz, rank 0's work_b must get a few hundred samples for the 3:1 ratio to hold

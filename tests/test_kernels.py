@@ -11,7 +11,7 @@ import pytest
 from apmt.ingest import import_profiles
 from apmt.kernels import classify, cost_metric, runtime_buckets, summed_kernels
 from apmt.model import build_model
-from apmt.names import MPI_RUNTIME, SYSTEM, joined_aliases
+from apmt.names import MPI_RUNTIME, SYSTEM, TRACER, joined_aliases, tracer_callees
 from apmt.series import points
 from apmt.tables import check_table
 
@@ -294,3 +294,16 @@ def test_aliases_two_tools_saw_apart_are_joined() -> None:
     assert joined_aliases([{"_start"}, {"start_"}]) == {}
     assert joined_aliases([{"<__libc>"}, {"<libc>"}]) == {}
     assert joined_aliases([{"__fmod"}]) == {}
+
+
+def test_the_tracers_own_calls_join_the_tracer_only_where_the_application_made_none() -> None:
+    """A function the tracer calls, sampled in the traced pass and never seen by an untraced
+    one, is the tracer's, in either spelling; not where the application called it too (the
+    untraced pass saw it), not the application's MPI calls, and nothing without an untraced
+    pass to tell."""
+    traced = {"PMPI_Get_count", "MPI_Type_size", "PMPI_Recv", "PMPI_Comm_rank", "main"}
+    assert tracer_callees(traced, [{"PMPI_Recv", "MPI_Comm_rank", "main"}]) == {
+        "PMPI_Get_count": TRACER, "MPI_Type_size": TRACER}
+    assert tracer_callees(traced, [set(), {"PMPI_Recv"}])["PMPI_Comm_rank"] == TRACER
+    assert tracer_callees({"PMPI_Recv", "main"}, [{"main"}]) == {}
+    assert tracer_callees(traced, []) == {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 
 from apmt.collect import pmpi
 from apmt.errors import ApmtError
+from apmt.names import TRACER_CALLS
 
 PROGRAMS = Path(__file__).resolve().parent / "mpi_programs"
 MPIRUN = ("mpirun", "--allow-run-as-root", "--oversubscribe")
@@ -29,6 +31,18 @@ needs_mpi = pytest.mark.skipif(shutil.which("mpicc") is None or shutil.which("mp
                                reason="needs mpicc and mpirun (Debian: libopenmpi-dev)")
 
 Expected = dict[tuple[int, str, int], tuple[int, int]]  # (rank, op, peer) -> (calls, bytes)
+
+
+def test_the_tracers_own_calls_are_the_ones_extraction_knows() -> None:
+    """Every MPI function the tracer's sources call besides the operations they wrap is in
+    apmt.names.TRACER_CALLS, whose sampled time extraction gives the tracer where the
+    application never called it: a call added to the tracer and not there would be the
+    application's time again."""
+    sources = [path.read_text() for path in pmpi.SOURCE_DIR.glob("*.c")]
+    called = {name for text in sources for name in re.findall(r"\b(PMPI_\w+)\s*\(", text)}
+    wrapped = {f"P{name}" for text in sources
+               for name in re.findall(r"\bint\s+(MPI_\w+)\s*\(", text)}
+    assert called - wrapped == TRACER_CALLS
 
 
 # ---- building and running ---------------------------------------------------------------------

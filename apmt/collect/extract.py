@@ -7,6 +7,9 @@ files its ``run.json`` says it produced (apmt.collect.runner.check_run_files). E
   pass, one row per rank (the same value), so that means per rank work as for any kernel;
   none when every pass ran under a simulator (its clock is not the application's);
 - the PMPI trace (timing pass) as communication rows.
+One function two tools named apart gets one name (apmt.names.joined_aliases), and the MPI
+functions the tracer calls itself, sampled in the traced pass and never executed in an
+untraced one, are the tracer's time (``<libapmt_pmpi>``, apmt.names.tracer_callees).
 Both tables get the run's columns (p, the parameters, rep), are checked against their
 contract (apmt.tables) and written atomically into ``<results>/<study>/`` with
 ``measurements.csv.provenance.json``: which backends and events, simulated or not, the
@@ -39,7 +42,7 @@ from apmt.collect.runner import (
 from apmt.errors import ApmtError
 from apmt.inputs import is_number, shown
 from apmt.machine import Machine
-from apmt.names import joined_aliases
+from apmt.names import joined_aliases, tracer_callees
 from apmt.study import Run, Study
 from apmt.tables import APP_KERNEL, TIME_METRIC, check_table, write_table, write_text_atomic
 
@@ -132,9 +135,13 @@ def _measurements(runs: list[tuple[Run, list[Path]]], backends: list[Backend],
     if not frames:
         raise ApmtError(f"{study.source}: the finished runs hold no measurements")
     table = pd.concat(frames, ignore_index=True)
-    aliases = joined_aliases(seen)      # one function the tools named apart (apmt.names)
-    if aliases:
-        table["kernel"] = table["kernel"].replace(aliases)
+    renamed = joined_aliases(seen)      # one function the tools named apart (apmt.names)
+    if seen and study.trace_mpi:        # the tracer's own calls, seen only where it ran
+        renamed |= tracer_callees(seen[timing], [names for index, names in enumerate(seen)
+                                                 if index != timing and names])
+    if renamed:
+        table["kernel"] = table["kernel"].replace(renamed)
+        table = table.groupby(order[:-1], sort=False, dropna=False)["value"].sum().reset_index()
     return table[order]
 
 
