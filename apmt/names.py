@@ -30,6 +30,7 @@ TRACER_CALLS = frozenset({
     "PMPI_Comm_test_inter", "PMPI_Get_count", "PMPI_Group_free", "PMPI_Group_size",
     "PMPI_Group_translate_ranks", "PMPI_Type_size", "PMPI_Comm_f2c", "PMPI_Type_f2c",
     "PMPI_Status_f2c"})
+TRACER_OWN = frozenset(name.removeprefix("P") for name in TRACER_CALLS)   # as MPI_ spells them
 # the C library's parts, the OS kernel, the shell that starts each rank and the system
 # libraries MPI's helpers load (device and display discovery), as samplers name them grouped
 # (<libc>, <kernel>, <dash>)
@@ -92,10 +93,8 @@ def tracer_callees(traced: set[str], untraced: list[set[str]]) -> dict[str, str]
     caller, and nothing is joined; a function both call keeps its name and both times."""
     if not untraced:
         return {}
-    executed = {name.removeprefix("P") for name in set().union(*untraced)}
-    own = {name.removeprefix("P") for name in TRACER_CALLS}
-    return {name: TRACER for name in traced
-            if name.removeprefix("P") in own and name.removeprefix("P") not in executed}
+    callees = TRACER_OWN - {name.removeprefix("P") for name in set().union(*untraced)}
+    return {name: TRACER for name in traced if name.removeprefix("P") in callees}
 
 
 def _without_parameters(name: str) -> str:

@@ -29,7 +29,7 @@ from apmt.diagnose.sampling import sampling_rate
 from apmt.diagnose.section import Finding, Section
 from apmt.diagnose.study import StudyData, read_study
 from apmt.display import number, seconds
-from apmt.names import TRACER_LIBRARY
+from apmt.names import TRACER
 from apmt.series import per_run
 from apmt.tables import APP_KERNEL, TIME_METRIC
 
@@ -193,7 +193,7 @@ def tracer_cost(runs: pd.DataFrame, point: list[str]) -> list[Finding]:
     a loop) pays it per call: at P = 32 the tracer's wrapper took 1.2 ms per rank beside
     libmpi's own 1.4 ms, 2.1% of the sampled time."""
     sampled = runs[(runs["metric"] == TIME_METRIC) & (runs["kernel"] != APP_KERNEL)]
-    tracer = sampled[sampled["kernel"] == f"<{TRACER_LIBRARY}>"]
+    tracer = sampled[sampled["kernel"] == TRACER]
     if tracer.empty:
         return []
     keys = [*point, *(["rep"] if "rep" in runs.columns else [])]
