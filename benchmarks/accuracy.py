@@ -8,8 +8,8 @@ other method's median, apmt's ratio to the best of them, and how many of apmt's 
 hold the measured value and their median width (upper/lower), from one run; then the same
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
-ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random and Stencil, the P x size sets, and
-all but those (--long: every method's).
+ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil and Nstream, the P x size
+sets, and all but those (--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -138,7 +138,7 @@ where the ranks start to share the cores); its MPI operations 76.3% against Amda
 (12 points, all inside, median width 9,539); its application time 47.2% and 73.2% at P = 16
 and 32 against Amdahl's 32.9% and 65.4% (its exchanges grow on the crowded cores: the run's
 time 2.0 s at P = 8, 7.6 s at 32).
-The ParRes Kernels' MPI Stencil came after it (STENCIL, pooled as "halo stencil"): a star
+The ParRes Kernels' MPI Stencil came next (STENCIL, pooled as "halo stencil"): a star
 stencil of radius 2 on a grid split into the ranks' 2-D grid of blocks, halos exchanged with
 the four neighbours, P = 1..8 and 16, 32, nothing changed for it. Its first evaluation: 12.4%
 against the analytic model's 11.5% and the power law's 20.3% (178 points, 88% inside, median
@@ -146,6 +146,13 @@ width 1.43; every method misses main's L1 misses at P = 16 and 32 by 125%, as a 
 comes to fit the stencil's lines into the L1 cache); its MPI operations 53.2% against
 Amdahl's 48.5% (14 points, 93% inside, median width 130); its application time 3.0% and
 14.3% at P = 16 and 32 against Amdahl's 1.0% and 14.0%.
+The ParRes Kernels' MPI Nstream came last (STREAM, pooled as "memory bandwidth"): STREAM's
+triad over vectors split evenly over the ranks, P = 1..8 and 16, 32, nothing changed for it.
+Its first evaluation: 2.41% against the power law's 11.7% (176 points, 98% inside, median
+width 1.30); its MPI operations 43.1% against the analytic model's 41.5% (8 points, all
+inside, median width 7.9 million: called a handful of times, their times jump from one P to
+the next on the shared cores); its application time 10.4% and 29.1% at P = 16 and 32 against
+Amdahl's 6.5% and 3.8%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -155,14 +162,14 @@ hold other sets' points again, so they are pooled on their own ("classes togethe
 out of "all". With LAMMPS, also the application's time assembled as the workflow does (Eq. 2),
 from rolling origins (see application()); with every set, the application's time at the
 held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the
-transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil; see applications()), next
-to the baselines fitted to the measured application time. Its first run (Eq. 2's sum alone)
-gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0% against 25.5%);
-reconciled with the measured whole since (apmt.predict._reconciled), 20.9%; Graph500, added
-after that, 2.8% against the power law's 31.2%; miniAMR 19.7% against Amdahl's 37.5%; the PIC
-kernel 5.0% against 15.0%; PENNANT 11.5% against Amdahl's 3.7%; the DGEMM 11.8% against 10.8%;
-the Synch_p2p 36.3% against Amdahl's 21.3%; the Random 60.2% against 49.1%; the Stencil 8.7%
-against 7.5%.
+transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream; see
+applications()), next to the baselines fitted to the measured application time. Its first run
+(Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0%
+against 25.5%); reconciled with the measured whole since (apmt.predict._reconciled), 20.9%;
+Graph500, added after that, 2.8% against the power law's 31.2%; miniAMR 19.7% against Amdahl's
+37.5%; the PIC kernel 5.0% against 15.0%; PENNANT 11.5% against Amdahl's 3.7%; the DGEMM 11.8%
+against 10.8%; the Synch_p2p 36.3% against Amdahl's 21.3%; the Random 60.2% against 49.1%; the
+Stencil 8.7% against 7.5%.
 """
 
 from __future__ import annotations
@@ -253,8 +260,12 @@ RANDOM_ACCESS = {"prk_random": "log2_table"}
 # radius 2 on a grid split into the ranks' 2-D grid of blocks, halos exchanged with the four
 # neighbours), strong scaling, fit P <= 8, predict 16 and 32
 STENCIL = {"prk_stencil": "n"}
+# and after it, nothing changed for it: the ParRes Kernels' MPI Nstream (STREAM's triad over
+# vectors split evenly over the ranks: bound by the memory's bandwidth, no communication but
+# a final reduction), strong scaling, fit P <= 8, predict 16 and 32
+STREAM = {"prk_nstream": "length"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
-                 **RANDOM_ACCESS, **STENCIL}
+                 **RANDOM_ACCESS, **STENCIL, **STREAM}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -442,7 +453,7 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "adaptive mesh": _with_comm(AMR), "particle in cell": _with_comm(PIC),
          "unstructured mesh": _with_comm(UNSTRUCTURED), "dense matrix": _with_comm(DENSE),
          "pipelined wavefront": _with_comm(PIPELINE), "random access": _with_comm(RANDOM_ACCESS),
-         "halo stencil": _with_comm(STENCIL)}
+         "halo stencil": _with_comm(STENCIL), "memory bandwidth": _with_comm(STREAM)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
