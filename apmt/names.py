@@ -11,6 +11,10 @@ import re
 
 MPI_RUNTIME, LOADER, SYSTEM, UNKNOWN = "<MPI runtime>", "<loader>", "<system>", "<unknown>"
 KERNEL = "<kernel>"   # the OS kernel, as samplers name it
+# the ELF's start-up and shut-down stubs (crti's _init and _fini): symbols without a size,
+# which perf stretches to the next symbol, so that a sample in the PLT's resolver entry right
+# after .init is named _init; they are no function of the application, and run only once
+ELF_STUBS = frozenset({"_init", "_fini"})
 RUNTIME_BUCKETS = (MPI_RUNTIME, LOADER, SYSTEM, UNKNOWN)
 MPI_NAME = re.compile(r"^(P?MPI_|p?mpi_)\w+", re.IGNORECASE)
 # the libraries of MPI implementations, their transports and helpers, and apmt's own PMPI

@@ -36,7 +36,8 @@ Kernel names: the function; the dynamic loader's and valgrind's own under ``<loa
 library internals grouped by library from their name prefix (``ompi_``/``mca_`` -> ``<libmpi>``,
 ``opal_`` -> ``<libopen-pal>``, ...), public ``MPI_*`` entry points kept; the C library's
 functions, known by glibc's source file names (``./string/...``, ``../sysdeps/unix/...``), under
-``<libc>``, its math functions (``sysdeps/ieee754``) kept; ``???`` -> ``<unknown>``.
+``<libc>``, its math functions (``sysdeps/ieee754``) kept; ``???`` and the ELF's ``_init``
+and ``_fini`` stubs -> ``<unknown>``, as perf names them.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from apmt.collect.rank_exec import RANK_WORD
 from apmt.errors import ApmtError
 from apmt.inputs import read_text
 from apmt.machine import Machine
-from apmt.names import LOADER, MPI_NAME, UNKNOWN, function_name
+from apmt.names import ELF_STUBS, LOADER, MPI_NAME, UNKNOWN, function_name
 
 LEVELS = ("I1", "D1", "LL")
 COUNT = re.compile(r"[0-9]+")
@@ -240,7 +241,7 @@ def function_kernel(function: str, source_file: str = "") -> str:
     """The kernel a cachegrind function belongs to (see module doc), named as perf names it
     (apmt.names.function_name), so that time and counts of one function meet."""
     function = function_name(function)
-    if function in ("???", ""):
+    if function in ("???", "") or function in ELF_STUBS:
         return UNKNOWN
     if _LOADER_NAME.match(function) or _LOADER_FILE.search(source_file):
         return LOADER

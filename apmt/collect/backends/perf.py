@@ -38,7 +38,8 @@ libmpi's ``PMPI_Testany`` on Graph500); so is the C library (``<libc>``,
 which a program calls a shared library) is not the function it jumps to, and cachegrind names
 no PLT entry, counting its instructions under ``???``: perf's stubs are ``<unknown>`` too, so
 that time and counts meet (miniAMR's ``memcpy@plt`` had been a kernel ``memcpy`` with time and
-never a count). The text report is kept beside each data file
+never a count); so is ``_init``, which perf stretches over the PLT's resolver entry after it
+(apmt.names.ELF_STUBS). The text report is kept beside each data file
 (``.report.txt``, and perf's task table ``.tasks.txt`` for a launch-wide file), so the
 numbers can be read again without perf or the binaries.
 """
@@ -62,6 +63,7 @@ from apmt.collect.rank_exec import RANK_WORD
 from apmt.errors import ApmtError
 from apmt.inputs import MAX_VALUE, read_text
 from apmt.names import (
+    ELF_STUBS,
     KERNEL,
     LOADER,
     MPI_LIBRARY,
@@ -120,7 +122,7 @@ def kernel_name(dso: str, symbol: str) -> str:
     if (MPI_LIBRARY.match(library) and not MPI_NAME.match(symbol)) \
             or SYSTEM_LIBRARY.match(library) or library == TRACER_LIBRARY:
         return f"<{library}>"
-    if symbol.endswith(PLT_SUFFIX):
+    if symbol.endswith(PLT_SUFFIX) or symbol in ELF_STUBS:
         return UNKNOWN
     return function_name(symbol)
 
