@@ -11,6 +11,7 @@ import re
 
 MPI_RUNTIME, LOADER, SYSTEM, UNKNOWN = "<MPI runtime>", "<loader>", "<system>", "<unknown>"
 KERNEL = "<kernel>"   # the OS kernel, as samplers name it
+PLT_SUFFIX = "@plt"   # a procedure linkage table stub, as perf names it
 # the ELF's start-up and shut-down stubs (crti's _init and _fini): symbols without a size,
 # which perf stretches to the next symbol, so that a sample in the PLT's resolver entry right
 # after .init is named _init; they are no function of the application, and run only once
@@ -84,6 +85,14 @@ def joined_aliases(seen: list[set[str]]) -> dict[str, str]:
             if name.startswith("_") and partner is not None and len(partner) < len(name):
                 found[name] = partner
     return found
+
+
+def linker_stub(symbol: str) -> bool:
+    """Whether a symbol is the linker's code, not a function of the program: a PLT stub
+    (``memcpy@plt``, the jump through which a program calls a shared library) or one of the
+    ELF_STUBS. perf names them; cachegrind counts the PLT under ``???``; both put them in
+    UNKNOWN, so that their time and counts meet."""
+    return symbol.endswith(PLT_SUFFIX) or symbol in ELF_STUBS
 
 
 def tracer_callees(traced: set[str], untraced: list[set[str]]) -> dict[str, str]:

@@ -57,7 +57,7 @@ from apmt.collect.rank_exec import RANK_WORD
 from apmt.errors import ApmtError
 from apmt.inputs import read_text
 from apmt.machine import Machine
-from apmt.names import ELF_STUBS, LOADER, MPI_NAME, UNKNOWN, function_name
+from apmt.names import LOADER, MPI_NAME, UNKNOWN, function_name, linker_stub
 
 LEVELS = ("I1", "D1", "LL")
 COUNT = re.compile(r"[0-9]+")
@@ -241,7 +241,7 @@ def function_kernel(function: str, source_file: str = "") -> str:
     """The kernel a cachegrind function belongs to (see module doc), named as perf names it
     (apmt.names.function_name), so that time and counts of one function meet."""
     function = function_name(function)
-    if function in ("???", "") or function in ELF_STUBS:
+    if function in ("???", "") or linker_stub(function):
         return UNKNOWN
     if _LOADER_NAME.match(function) or _LOADER_FILE.search(source_file):
         return LOADER

@@ -39,7 +39,7 @@ which a program calls a shared library) is not the function it jumps to, and cac
 no PLT entry, counting its instructions under ``???``: perf's stubs are ``<unknown>`` too, so
 that time and counts meet (miniAMR's ``memcpy@plt`` had been a kernel ``memcpy`` with time and
 never a count); so is ``_init``, which perf stretches over the PLT's resolver entry after it
-(apmt.names.ELF_STUBS). The text report is kept beside each data file
+(apmt.names.linker_stub). The text report is kept beside each data file
 (``.report.txt``, and perf's task table ``.tasks.txt`` for a launch-wide file), so the
 numbers can be read again without perf or the binaries.
 """
@@ -63,7 +63,6 @@ from apmt.collect.rank_exec import RANK_WORD
 from apmt.errors import ApmtError
 from apmt.inputs import MAX_VALUE, read_text
 from apmt.names import (
-    ELF_STUBS,
     KERNEL,
     LOADER,
     MPI_LIBRARY,
@@ -72,12 +71,12 @@ from apmt.names import (
     TRACER_LIBRARY,
     UNKNOWN,
     function_name,
+    linker_stub,
 )
 from apmt.tables import write_text_atomic
 
 DEFAULT_CLOCK_HZ = 997                 # a prime, so sampling does not beat with periodic code
 _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
-PLT_SUFFIX = "@plt"   # a procedure linkage table stub, as perf names it
 _SECTION = re.compile(r"^#\s*Samples:\s*(\S+)\s+of event '(.*)'\s*$")
 _EVENT_COUNT = re.compile(r"^#\s*Event count \(approx\.\):\s*([0-9]+)")
 _TASK = re.compile(r"^-?[0-9]+:")
@@ -122,7 +121,7 @@ def kernel_name(dso: str, symbol: str) -> str:
     if (MPI_LIBRARY.match(library) and not MPI_NAME.match(symbol)) \
             or SYSTEM_LIBRARY.match(library) or library == TRACER_LIBRARY:
         return f"<{library}>"
-    if symbol.endswith(PLT_SUFFIX) or symbol in ELF_STUBS:
+    if linker_stub(symbol):
         return UNKNOWN
     return function_name(symbol)
 
