@@ -46,6 +46,9 @@ SYSTEM_LIBRARY = re.compile(r"^(libc|libpthread|librt|libdl|libutil|libresolv|li
 
 
 VERSION_SUFFIX = re.compile(r"@+[A-Za-z_][\w.]*$")
+# glibc's name for an IFUNC resolver (libm's __sincosf_ifunc), a local alias at the address
+# of the IFUNC symbol it resolves (sincosf), by which valgrind names the same code
+IFUNC_RESOLVER = re.compile(r"^__(\w+)_ifunc$")
 CLONE_SUFFIX = re.compile(r"(\s*\[clone [^\]]*\])+$")   # gcc's copies: [clone .isra.0]
 # demangled names that are not a function with a return type: their words belong to them
 SPECIAL_PREFIX = re.compile(r"^(non-virtual thunk to|virtual thunk to|covariant return thunk to"
@@ -61,8 +64,12 @@ def function_name(symbol: str) -> str:
     type that a template function's demangled name carries in cachegrind's output and not in
     perf's (``void ns::solve<double>``), and gcc's clone suffix (``[clone .isra.0]``): on
     miniFE every template kernel's time and counts went to two names, and the diagnosis found
-    no counts for any key kernel."""
+    no counts for any key kernel. An IFUNC resolver, which the loader runs once per process
+    to choose an implementation, goes by the symbol it resolves (perf's ``__sincosf_ifunc``,
+    valgrind's ``sincosf``): a perf sample in libm's while MPI started once was a function
+    with time and never a count."""
     name = VERSION_SUFFIX.sub("", symbol.strip()) or symbol.strip()   # "@plt" stays itself
+    name = IFUNC_RESOLVER.sub(r"\1", name)
     name = CLONE_SUFFIX.sub("", name) or name
     return _without_return_type(_without_parameters(name))
 

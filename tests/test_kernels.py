@@ -195,11 +195,15 @@ def test_relearn_application_kernel(measured_data: Path) -> None:
     ("ns::A::operator unsigned long() const", "ns::A::operator unsigned long"),
     ("operator new(unsigned long)", "operator new"),
     ("non-virtual thunk to ns::A::f()", "non-virtual thunk to ns::A::f"),
+    ("__sincosf_ifunc", "sincosf"),
+    ("sincosf@@GLIBC_2.2.5", "sincosf"),
+    ("__sincosf_fma", "__sincosf_fma"),
 ])
 def test_one_name_per_function_whichever_tool_saw_it(symbol: str, name: str) -> None:
     """cachegrind prints C++ parameter lists and a template's return type, perf neither;
     glibc symbols carry versions, gcc's copies a clone suffix; an operator's brackets are
-    no brackets, a thunk's words are its own."""
+    no brackets, a thunk's words are its own; glibc's IFUNC resolvers go by the symbol they
+    resolve, as valgrind names them."""
     from apmt.names import function_name
 
     assert function_name(symbol) == name
