@@ -21,6 +21,8 @@ import pandas as pd
 from apmt.comm import comm_keys, comm_points
 from apmt.display import seconds
 from apmt.errors import ApmtError
+from apmt.fit import SeriesFit
+from apmt.fit_table import fit_all
 from apmt.model import Model, build_model, measured_parts
 from apmt.modelers import KEYS, MODELERS, baseline, operations_predict
 from apmt.predict import predicted_parts
@@ -76,16 +78,20 @@ def series_points(table: pd.DataFrame, kind: str, params: list[str]) -> pd.DataF
 def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
              baselines: list[str], source: str,
              per_rank_params: frozenset[str] = frozenset(),
-             work: str | None = None) -> pd.DataFrame:
+             work: str | None = None, whole: pd.DataFrame | None = None) -> pd.DataFrame:
     """Errors of apmt and each baseline (apmt.modelers, by name) at the held-out points of
     every series. The baselines that fit here are compared on the series apmt models, each
-    series' rows together; an external one (Extra-P) on every series it models, after them."""
+    series' rows together; an external one (Extra-P) on every series it models, after them.
+    ``whole``: for a communication table, the measurements table of the same runs, whose
+    application time bounds the operations' as the model bounds them (apmt.predict.within);
+    a measurements table bounds its kernels' times by its own."""
     chosen = [baseline(name) for name in baselines]
     train_table, test_table = split(table, parse_holdout(holdout, table))
     train, test = (series_points(part, kind, params) for part in (train_table, test_table))
     arguments = (params, per_rank_params, source, work)
     ours = MODELERS["apmt"].predict(train, test, *arguments) if kind == "measurements" else \
-        operations_predict(train_table, test, params, source)
+        operations_predict(train_table, test, params, source,
+                           None if whole is None else _whole_fit(whole, holdout, *arguments))
     modelled = test.merge(ours[KEYS].drop_duplicates(), on=KEYS)
     beside = pd.concat([ours, *(one.predict(train, modelled, *arguments)
                                 for one in chosen if not one.external)], ignore_index=True)
@@ -94,6 +100,16 @@ def evaluate(table: pd.DataFrame, kind: str, params: list[str], holdout: str,
                           if one.external)], ignore_index=True)
     result["ape"] = 100.0 * np.abs(result["predicted"] - result["measured"]) / result["measured"]
     return result
+
+
+def _whole_fit(whole: pd.DataFrame, holdout: str, params: list[str],
+               per_rank_params: frozenset[str], source: str, work: str | None
+               ) -> SeriesFit | None:
+    """The application's time fitted, as the model fits it (in its table), on the runs of
+    ``whole`` (a measurements table) that the holdout leaves to fit; None without one."""
+    train_table, _ = split(whole, parse_holdout(holdout, whole))
+    fitted = fit_all(points(train_table, params), params, source, per_rank_params, work=work)
+    return fitted.fits.get((APP_KERNEL, TIME_METRIC))
 
 
 def evaluate_table(table: pd.DataFrame, kind: str, params: list[str], holdout: str,

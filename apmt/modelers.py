@@ -28,10 +28,13 @@ import numpy as np
 import pandas as pd
 
 from apmt.baselines import amdahl, analytic, powerlaw
-from apmt.comm import fit_operations
+from apmt.comm import Operation, fit_operations
 from apmt.errors import ApmtError
+from apmt.fit import SeriesFit
 from apmt.fit_table import described, fit_all
+from apmt.predict import within
 from apmt.series import point_values
+from apmt.tables import APP_KERNEL, TIME_METRIC
 
 log = logging.getLogger("apmt")
 KEYS = ["kernel", "metric"]
@@ -75,25 +78,42 @@ class ApmtModeler:
             log.warning("%s: not evaluated, %d of %d series that cannot be fitted without the "
                         "held-out runs: %s", source, len(fitted.left_out),
                         len(fitted.left_out) + len(fitted.fits), described(fitted.left_out))
-        frames = [rows(targets, params, self.name, *fitted.fits[key].predict(
+        whole = fitted.fits.get((APP_KERNEL, TIME_METRIC))
+        frames = [rows(targets, params, self.name, *_bounded(
+                      fitted.fits[key], whole if _part(key) else None,
                       point_values(targets, params)))
                   for key, targets in _series(test) if key in fitted.fits]
         return _joined(frames, test, params, self.name)
 
 
+def _part(key: tuple) -> bool:
+    """Whether a series is a time of a part of the application (apmt.predict.within)."""
+    kernel, metric = key
+    return metric == TIME_METRIC and kernel != APP_KERNEL
+
+
+def _bounded(fit: SeriesFit | Operation, whole: SeriesFit | None,
+             values: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """A part's prediction at the points, no greater than the application's time fitted on
+    its own (``whole``, where the table has it) says the whole is, as the model bounds it."""
+    return within(fit.predict(values), whole.predict(values) if whole is not None else None)
+
+
 def operations_predict(train: pd.DataFrame, test: pd.DataFrame, params: list[str],
-                       source: str) -> pd.DataFrame:
+                       source: str, whole: SeriesFit | None = None) -> pd.DataFrame:
     """apmt's rows for a communication table: the model's MPI operations
     (apmt.comm.fit_operations) fitted to the training runs ``train`` (a communication table),
     each predicting its time per rank, with its interval, at the points of ``test`` (its
     series keyed by the operations' names). The operations the model leaves out, with why,
-    in the log."""
+    in the log. ``whole``: the application's time fitted on the same runs, where known,
+    which bounds each operation's (apmt.predict.within)."""
     operations, left_out, _ = fit_operations(train, params, source)
     if left_out:
         log.warning("%s: not evaluated, %d MPI operation(s) the model leaves out: %s", source,
                     len(left_out), "; ".join(f"{name} {why}" for name, why in left_out))
     by_name = {operation.name: operation for operation in operations}
-    frames = [rows(targets, params, "apmt", *by_name[name].predict(point_values(targets, params)))
+    frames = [rows(targets, params, "apmt", *_bounded(by_name[name], whole,
+                                                      point_values(targets, params)))
               for (name, _), targets in _series(test) if name in by_name]
     return _joined(frames, test, params, "apmt")
 

@@ -33,8 +33,11 @@ def predict(model: Model, targets: pd.DataFrame,
     params = model.params
     values = point_values(targets, params)
     frames = []
+    whole = whole_time(model, values)
     for entry in model.series:
         bounds = entry.fit.predict(values)
+        if entry.metric == TIME_METRIC and entry.kernel not in (model.app_kernel, APP_KERNEL):
+            bounds = within(bounds, whole)
         # the rows of kernel <app> are the assembled ones; a measured <app>'s own fit is beside
         metric = f"fitted_{entry.metric}" if entry.kernel == APP_KERNEL else entry.metric
         frames.append(_rows(targets, params, entry.kernel, metric, bounds,
@@ -49,6 +52,28 @@ def predict(model: Model, targets: pd.DataFrame,
     frames += _application_rows(model, targets, values, volume_ratios)
     frames += _memory_rows(model, targets, values)
     return pd.concat(frames, ignore_index=True)
+
+
+def within(part: Bounds, whole: Bounds | None) -> Bounds:
+    """A part's prediction and interval ends, each no greater than the whole's (a kernel's
+    or an MPI operation's time per rank against the application's time, measured as the
+    runs' wall time and fitted on its own). Why: a part never exceeds its whole, so each
+    quantile of it is at most the whole's same quantile (the median, the interval's ends).
+    Fitted on its own, an MPI operation's time, called a few times a run on crowded cores,
+    can grow without bound: ParRes Nstream's MPI_Reduce from P <= 8 had an upper end of
+    2.3e5 s at P = 32, in a run of 2.5 s. ``whole``: None where the model has no measured
+    application time (nothing to bound by)."""
+    if whole is None:
+        return part
+    return tuple(np.where(np.isnan(limit), end, np.minimum(end, limit))
+                 for end, limit in zip(part, whole, strict=True))
+
+
+def whole_time(model: Model, values: dict[str, np.ndarray]) -> Bounds | None:
+    """The application's time at the points by its own fit (the runs' wall time, or the
+    root region's), which bounds every part of it (within); None where it was not measured."""
+    fit = model.fit_of(model.app_kernel, TIME_METRIC)
+    return fit.predict(values) if fit is not None else None
 
 
 def _left_out_row(entry: LeftOut) -> tuple[str, str]:
@@ -304,7 +329,16 @@ def _reconciled(model: Model, values: dict[str, np.ndarray], terms: list[Term]
 def eq2_terms(model: Model, values: dict[str, np.ndarray],
               volume_ratios: dict[str, float] | None = None,
               measured: bool = True) -> Iterator[Term]:
-    """Eq. 2's terms as the parts' fits give them (contributions, before reconciling)."""
+    """Eq. 2's terms as the parts' fits give them (contributions, before reconciling), each
+    no greater than the application's own fit says the whole is (within)."""
+    whole = whole_time(model, values)
+    for source, part, operation, bounds in _parts(model, values, volume_ratios, measured):
+        yield source, part, operation, within(bounds, whole)
+
+
+def _parts(model: Model, values: dict[str, np.ndarray],
+           volume_ratios: dict[str, float] | None, measured: bool) -> Iterator[Term]:
+    """Eq. 2's terms as the parts' own fits give them."""
     for entry, kind in model.summed_series():
         kernel = entry.kernel
         if kind == "communication":     # the MPI library's own code: its time, or in counter

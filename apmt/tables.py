@@ -39,7 +39,8 @@ predictions: one row per series and requested point.
     its parts (``comp_time``, ``mem_time``, ``comm_time``, ``others_time``, seconds per
     rank); the fit of a measured ``<app>`` kernel, if any, comes beside them as metric
     ``fitted_time``, and the assembled time is then Eq. 2's sum reconciled with it (their
-    geometric mean, the parts adding up to it: apmt.predict._reconciled). In
+    geometric mean, the parts adding up to it: apmt.predict._reconciled), and no kernel's
+    time nor any term of the sum exceeds that fit, end by end (apmt.predict.within). In
     counter mode each kernel also has ``mem_total_time`` (T_mem, Eq. 3) and, where its path
     gave one (apmt.counters), ``bf_mem``.
 

@@ -343,6 +343,20 @@ def read_set(data: Path, spec: DataSet) -> tuple[pd.DataFrame, str]:
     return table, kind
 
 
+def whole_of(data: Path, spec: DataSet) -> pd.DataFrame | None:
+    """A communication set's runs' measurements (the measurements.csv beside each comm.csv),
+    whose application time bounds the operations' as the model bounds them
+    (apmt.predict.within); None for another set, or where they are not there."""
+    if spec.fmt != "communication":
+        return None
+    beside = [data / Path(pattern).with_name("measurements.csv") for pattern in spec.patterns]
+    if not all(path.exists() for path in beside):
+        return None
+    return read_set(data, DataSet("measurements", tuple(str(path.relative_to(data))
+                                                        for path in beside),
+                                  spec.params, spec.per_rank, spec.holdout, spec.unused))[0]
+
+
 def run(data: Path, names: list[str], baselines: list[str]) -> pd.DataFrame:
     frames = []
     for name in names:
@@ -350,7 +364,7 @@ def run(data: Path, names: list[str], baselines: list[str]) -> pd.DataFrame:
         table, kind = read_set(data, spec)
         started = time.perf_counter()
         evaluation = evaluate(table, kind, list(spec.params), spec.holdout, baselines, name,
-                              spec.per_rank)
+                              spec.per_rank, whole=whole_of(data, spec))
         seconds = time.perf_counter() - started
         frames.append(evaluation.assign(set=name, seconds=round(seconds, 1)))
     return pd.concat(frames, ignore_index=True)

@@ -18,7 +18,7 @@ from apmt.fit_table import error_correlation
 from apmt.ingest import import_profiles
 from apmt.kernels import OTHERS
 from apmt.machine import load_machine
-from apmt.model import PARTS, UNACCOUNTED, build_model, load_model, save_model
+from apmt.model import PARTS, UNACCOUNTED, Model, build_model, load_model, save_model
 from apmt.predict import (
     _kernel_time,
     assemble,
@@ -26,6 +26,8 @@ from apmt.predict import (
     eq2_terms,
     memory_time,
     predict,
+    whole_time,
+    within,
 )
 from apmt.series import points
 from apmt.tables import APP_KERNEL, check_table, read_table
@@ -181,18 +183,23 @@ def test_an_operation_left_out_stays_in_the_unaccounted_time(measured_data: Path
     assert model.fit_of(UNACCOUNTED, "time") is not None
 
 
+def fitted_up_to_8(folder: Path, param: str) -> tuple[pd.DataFrame, Model]:
+    """A study profiled here (its measurements and MPI traces) and its model of P <= 8."""
+    table = read_table(folder / "measurements.csv", "measurements")
+    comm = read_table(folder / "comm.csv", "communication")
+    return table, build_model(table[table["p"] <= 8], [param], source=folder.name,
+                              comm=comm[comm["p"] <= 8])
+
+
 def test_eq2s_sum_meets_the_measured_whole_where_a_part_explodes(measured_data: Path) -> None:
     """miniFE profiled here on 2 cores, fit on P <= 8: its MPI times grow like p^2 log^2 p
-    from the crowded runs, and Eq. 2's sum at P = 16 and 32 (4.3 and 12.7 s) is 1.9 and 4 times
-    the measured time. The application's time is the geometric mean of that sum and the
+    from the crowded runs, and Eq. 2's sum at P = 16 and 32 (4.0 and 5.6 s, its parts each
+    at most the whole's own fit; unbounded, 4.3 and 12.6 s) is 1.7 and 1.8 times the
+    measured time. The application's time is the geometric mean of that sum and the
     measured wall time's own fit, every term scaled alike; its parts still add up to it,
     and it errs by less than half of what the sum did. Its interval lies between the
     whole's and the sum's (which spanned 1e6 and 1e10)."""
-    folder = measured_data / "minife"
-    table = read_table(folder / "measurements.csv", "measurements")
-    comm = read_table(folder / "comm.csv", "communication")
-    model = build_model(table[table["p"] <= 8], ["nx"], source="minife",
-                        comm=comm[comm["p"] <= 8])
+    table, model = fitted_up_to_8(measured_data / "minife", "nx")
     values = {"p": np.array([16.0, 32.0]), "nx": np.array([64.0, 64.0])}
     summed = np.sum([bounds[0] for *_, bounds in eq2_terms(model, values)], axis=0)
     whole = model.fit_of(APP_KERNEL, "time").predict(values)[0]
@@ -204,13 +211,57 @@ def test_eq2s_sum_meets_the_measured_whole_where_a_part_explodes(measured_data: 
     measured = table[(table["kernel"] == APP_KERNEL) & table["p"].isin([16, 32])] \
         .groupby("p")["value"].mean().to_numpy()
     error, sum_error = (np.abs(x / measured - 1) for x in (parts["time"][0], summed))
-    assert (sum_error > 0.8).all() and (error < sum_error / 2).all(), (error, sum_error)
+    assert (sum_error > 0.6).all() and (error < sum_error / 2).all(), (error, sum_error)
     # the interval: the two forecasts' ends, averaged in logs; it holds both measured times
     _, lower, upper = parts["time"]
     whole_lower, whole_upper = model.fit_of(APP_KERNEL, "time").predict(values)[1:]
     assert ((lower <= measured) & (measured <= upper)).all()
     assert (whole_lower < lower).all() and (upper < summed * 1e6).all()
     assert (upper > whole_upper).all()
+
+
+def test_within_bounds_each_end_of_a_part_by_the_wholes() -> None:
+    """End by end, a part's prediction and interval are at most the whole's; where the whole
+    is not a number the part stays as it is, and a part without a number gets none."""
+    part = (np.array([1.0, 5.0, np.nan]), np.array([0.5, 4.0, np.nan]),
+            np.array([9.0, 80.0, np.nan]))
+    whole = (np.array([2.0, 3.0, 1.0]), np.array([1.0, np.nan, 0.5]),
+             np.array([4.0, 6.0, 2.0]))
+    bounded = within(part, whole)
+    np.testing.assert_array_equal(bounded[0], [1.0, 3.0, np.nan])
+    np.testing.assert_array_equal(bounded[1], [0.5, 4.0, np.nan])
+    np.testing.assert_array_equal(bounded[2], [4.0, 6.0, np.nan])
+    assert within(part, None) is part
+
+
+def test_no_part_exceeds_the_whole_where_an_mpi_time_explodes(measured_data: Path) -> None:
+    """ParRes Nstream profiled here on 2 cores, fit on P <= 8: MPI_Reduce, called a few times
+    a run, took 0.14 ms at P = 2 and 46 ms at 4 on the crowded cores, and its own fit's
+    upper ends at P = 16 and 32 are over a hundred times the whole run's (2.0 and 2.5 s
+    measured; at P = 32, 2.3e5 s). A part never
+    exceeds its whole: every term of Eq. 2 and every kernel's time in the predictions is at
+    most the application's own fit, end by end, and the application's interval, which summed
+    the parts' ends, now spans a few seconds and holds the measured times."""
+    table, model = fitted_up_to_8(measured_data / "prk_nstream", "length")
+    values = {"p": np.array([16.0, 32.0]), "length": np.array([2e7, 2e7])}
+    whole = whole_time(model, values)
+    [reduce_fit] = [op for op in model.communication if op.name == "MPI_Reduce"]
+    assert (reduce_fit.predict(values)[2] > 100 * whole[2]).all()
+    for source, _, _, bounds in eq2_terms(model, values):
+        for end, limit in zip(bounds, whole, strict=True):
+            assert (end <= limit).all(), source
+    measured = table[(table["kernel"] == APP_KERNEL) & (table["metric"] == "time")
+                     & table["p"].isin([16, 32])].groupby("p")["value"].mean().to_numpy()
+    _, lower, upper = assemble(model, values)["time"]
+    assert ((lower <= measured) & (measured <= upper)).all() and (upper < 4 * whole[2]).all()
+    rows = predict(model, pd.DataFrame({"p": values["p"], "length": values["length"]}))
+    fitted = rows[(rows["kernel"] == APP_KERNEL) & (rows["metric"] == "fitted_time")]
+    kernels = rows[(rows["metric"] == "time") & (rows["kernel"] != APP_KERNEL)
+                   & rows["predicted"].notna()]
+    assert len(kernels) >= 2 * 4
+    for end in ("predicted", "lower", "upper"):
+        limit = kernels["p"].map(fitted.set_index("p")[end])
+        assert (kernels[end] <= limit).all(), end
 
 
 def test_time_no_part_measured_is_unaccounted_not_a_kernels(measured_data: Path) -> None:

@@ -11,7 +11,7 @@ from apmt.errors import ApmtError
 from apmt.evaluate import evaluate
 from apmt.extrap_peer import find_extrap_python
 from apmt.modelers import BASELINES, MODELERS, baseline
-from apmt.tables import check_table
+from apmt.tables import check_table, read_table
 
 P = [2, 4, 8, 16, 32, 64]
 
@@ -50,3 +50,27 @@ def test_evaluate_takes_the_baselines_by_name() -> None:
     with pytest.raises(ApmtError, match=r"unknown baseline 'apmt' \(known: analytic, amdahl"):
         baseline("apmt")
     assert BASELINES == ("analytic", "amdahl", "powerlaw", "extrap")
+
+
+def test_the_application_time_bounds_every_part_in_the_evaluation(measured_data) -> None:
+    """As the model does (apmt.predict.within), the evaluation bounds each MPI operation's
+    time by the application's time fitted on the same runs, when it is given them (ParRes
+    Nstream, fit P <= 8: MPI_Reduce's own upper end at P = 32 is 2.3e5 s, in a run of
+    2.5 s), and each kernel's time by the application's in its own table."""
+    folder = measured_data / "prk_nstream"
+    comm = read_table(folder / "comm.csv", "communication")
+    whole = read_table(folder / "measurements.csv", "measurements")
+    arguments = ("communication", ["length"], "p=16,32", [], "prk_nstream")
+    alone, bounded = (evaluate(comm, *arguments, whole=given) for given in (None, whole))
+    reduce_ = {name: frame[frame["kernel"] == "MPI_Reduce"].set_index("p")
+               for name, frame in (("alone", alone), ("bounded", bounded))}
+    assert reduce_["alone"].loc[32, "upper"] > 1e4 > 10 > reduce_["bounded"].loc[32, "upper"]
+    assert (bounded["upper"] <= alone["upper"]).all()
+    assert (bounded["lower"] <= bounded["measured"]).all()
+    assert (bounded["measured"] <= bounded["upper"]).all()
+    kernels = evaluate(whole, "measurements", ["length"], "p=16,32", [], "prk_nstream")
+    app = kernels[(kernels["kernel"] == "<app>") & (kernels["metric"] == "time")]
+    parts = kernels[(kernels["kernel"] != "<app>") & (kernels["metric"] == "time")]
+    assert len(parts) >= 6
+    for end in ("predicted", "lower", "upper"):
+        assert (parts[end] <= parts["p"].map(app.set_index("p")[end])).all(), end
