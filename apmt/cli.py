@@ -320,6 +320,9 @@ def _add_evaluate(commands: argparse._SubParsersAction, common: argparse.Argumen
                      help="application error above which the model needs refining (0.1)")
     sub.add_argument("--validation", type=Path, metavar="validation.json",
                      help="write the refinement decision and its numbers here")
+    sub.add_argument("--whole", type=Path, metavar="MEASUREMENTS.csv",
+                     help="of a communication table: the measurements of the same runs, whose "
+                          "application time bounds each operation's, as the model does")
     _add_table_output(sub, "eval.csv")
     sub.set_defaults(run=run_evaluate)
 
@@ -739,13 +742,19 @@ def run_evaluate(args: argparse.Namespace) -> None:
     table, params, per_rank = _read_with_params(args, args.table, kind)
     comm, options = _model_inputs(args, args.table, params, per_rank) \
         if kind == "measurements" else (None, None)
+    if args.whole is not None and kind == "measurements":
+        raise ApmtError(f"--whole {args.whole}: a measurements table bounds its kernels by "
+                        f"its own application time; --whole is for a communication table")
+    if args.whole is not None:
+        _check_readable_format(args.whole)
     result, decision = evaluate_table(
         table, kind, params, args.holdout,
         [name.strip() for name in args.baselines.split(",") if name.strip()], str(args.table),
         per_rank, metrics=args.metrics.split(",") if args.metrics else None,
         tolerance=args.tolerance, comm=comm,
         imported=(_read_sidecar(args.table) or {}).get("command") == "import",
-        model_options=options, work=args.work)
+        model_options=options, work=args.work,
+        whole=None if args.whole is None else read_table(args.whole, "measurements", params))
     output_table(result, args.output)
     if decision is not None and args.validation is not None:
         write_text_atomic(json.dumps(decision, indent=1) + "\n", args.validation)

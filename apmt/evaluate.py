@@ -118,19 +118,22 @@ def evaluate_table(table: pd.DataFrame, kind: str, params: list[str], holdout: s
                    metrics: list[str] | None = None, tolerance: float = 0.1,
                    comm: pd.DataFrame | None = None, imported: bool = False,
                    model_options: Mapping | None = None,
-                   work: str | None = None) -> tuple[pd.DataFrame, dict | None]:
+                   work: str | None = None,
+                   whole: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict | None]:
     """``apmt evaluate``: the errors of every series (of ``metrics`` only, when given) and,
     for a measurements table, the assembled model's validation rows beside them with the
     refinement decision; profiles that were ``imported`` cannot get new runs, which the
     decision says. Returns the evaluation table and the decision (None for a communication
     table). ``model_options``: build_model's, for the validation; ``work``: the work per
-    rank as an expression (apmt.work), for every modeler."""
+    rank as an expression (apmt.work), for every modeler; ``whole``: of a communication
+    table, the measurements of the same runs (evaluate)."""
     series = table
     if metrics and kind == "measurements":
         series = table[table["metric"].isin(metrics)]
         if series.empty:
             raise ApmtError(f"{source}: no series of metric(s) {','.join(metrics)!r}")
-    result = evaluate(series, kind, params, holdout, baselines, source, per_rank_params, work)
+    result = evaluate(series, kind, params, holdout, baselines, source, per_rank_params, work,
+                      whole)
     if kind != "measurements":
         return result, None
     rows, decision = validate(table, params, holdout, tolerance, source, comm,

@@ -218,6 +218,30 @@ def test_collectives_evaluate_as_a_communication_table(measured_data: Path, tmp_
     assert run.code == 2 and "give it with --comm" in run.err
 
 
+def test_a_communication_table_is_evaluated_within_the_application_time(
+        measured_data: Path, tmp_path: Path, cli) -> None:
+    """ParRes Nstream profiled here, its MPI operations held out at P = 16 and 32: given the
+    measurements of the same runs (--whole), each operation's interval ends at most where
+    the application's time does, as in the model (MPI_Reduce's own upper end at P = 32:
+    2.3e5 s, in a run of 2.5 s); --whole on a measurements table is one line of error."""
+    folder = measured_data / "prk_nstream"
+    arguments = ("evaluate", folder / "comm.csv", "--holdout", "p=16,32", "--baselines",
+                 "amdahl")
+    uppers = {}
+    for name, extra in (("alone", ()), ("whole", ("--whole", folder / "measurements.csv"))):
+        run = cli(*arguments, *extra, "-o", tmp_path / f"{name}.csv")
+        assert run.code == 0, run.err
+        rows = pd.read_csv(tmp_path / f"{name}.csv").query("method == 'apmt'")
+        uppers[name] = rows.set_index(["kernel", "p"])["upper"]
+        assert len(rows) == 8 and (rows["measured"] <= rows["upper"]).all()
+    assert uppers["alone"]["MPI_Reduce", 32] > 1e4 > 10 > uppers["whole"]["MPI_Reduce", 32]
+    assert (uppers["whole"] <= uppers["alone"]).all()
+    run = cli("evaluate", folder / "measurements.csv", "--whole", folder / "measurements.csv",
+              "-o", tmp_path / "bad.csv")
+    assert run.code == 2 and "--whole is for a communication table" in run.err
+    assert len(run.err.strip().splitlines()) == 1
+
+
 def test_evaluate_a_profiled_study_gives_one_application_row_per_method(
         measured_data: Path, tmp_path: Path, cli) -> None:
     """LAMMPS profiled here, with its measured wall time (<app>): the assembled model answers
