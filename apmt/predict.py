@@ -14,6 +14,7 @@ import pandas as pd
 from apmt import trust
 from apmt.comm import Operation
 from apmt.counters import LEVELS, memory_cycles
+from apmt.display import seconds
 from apmt.fit import Z_INTERVAL, SeriesFit
 from apmt.kernels import OTHERS
 from apmt.model import NO_TIME, PARTS, UNACCOUNTED, LeftOut, Model
@@ -35,15 +36,15 @@ def predict(model: Model, targets: pd.DataFrame,
     frames = []
     whole = whole_time(model, values)
     for entry in model.series:
-        bounds = entry.fit.predict(values)
-        if entry.metric == TIME_METRIC and entry.kernel not in (model.app_kernel, APP_KERNEL):
-            bounds = within(bounds, whole)
+        own = entry.fit.predict(values)
+        part = entry.metric == TIME_METRIC and entry.kernel not in (model.app_kernel, APP_KERNEL)
+        bounds = within(own, whole) if part else own
         # the rows of kernel <app> are the assembled ones; a measured <app>'s own fit is beside
         metric = f"fitted_{entry.metric}" if entry.kernel == APP_KERNEL else entry.metric
+        judged = judge(entry.fit.domain, values, *bounds, used=entry.fit.variables,
+                       beyond=trust.distance(entry.fit.measured_range(values), values))
         frames.append(_rows(targets, params, entry.kernel, metric, bounds,
-                            judge(entry.fit.domain, values, *bounds, used=entry.fit.variables,
-                                  beyond=trust.distance(entry.fit.measured_range(values),
-                                                        values))))
+                            (judged[0], _saying_bounded(judged[1], own, bounds))))
     nan = np.full(len(values["p"]), np.nan)
     for entry in model.left_out:
         kernel, metric = _left_out_row(entry)
@@ -67,6 +68,16 @@ def within(part: Bounds, whole: Bounds | None) -> Bounds:
         return part
     return tuple(np.where(np.isnan(limit), end, np.minimum(end, limit))
                  for end, limit in zip(part, whole, strict=True))
+
+
+def _saying_bounded(reasons: list[str], own: Bounds, bounds: Bounds) -> list[str]:
+    """The reasons, where the application's time bounded a row (within), with what the
+    part's own fit gave: the bound replaces a number no run can reach, and hides none."""
+    with np.errstate(invalid="ignore"):
+        bounded = np.any([mine > end for mine, end in zip(own, bounds, strict=True)], axis=0)
+    return [f"{reason}; at most the application's time (its own fit: {seconds(own[0][i])}, "
+            f"up to {seconds(own[2][i])})" if bounded[i] else reason
+            for i, reason in enumerate(reasons)]
 
 
 def whole_time(model: Model, values: dict[str, np.ndarray]) -> Bounds | None:

@@ -40,7 +40,8 @@ predictions: one row per series and requested point.
     rank); the fit of a measured ``<app>`` kernel, if any, comes beside them as metric
     ``fitted_time``, and the assembled time is then Eq. 2's sum reconciled with it (their
     geometric mean, the parts adding up to it: apmt.predict._reconciled), and no kernel's
-    time nor any term of the sum exceeds that fit, end by end (apmt.predict.within). In
+    time nor any term of the sum exceeds that fit, end by end (apmt.predict.within; a row
+    it bounded says so in trust_reason, with what its own fit gave). In
     counter mode each kernel also has ``mem_total_time`` (T_mem, Eq. 3) and, where its path
     gave one (apmt.counters), ``bf_mem``.
 
