@@ -406,3 +406,25 @@ def test_a_crowded_runs_busy_cores_are_said(measured_data: Path, tmp_path: Path)
     (folder / "measurements.csv.provenance.json").write_text(json.dumps(provenance))
     strong = section(sections(folder), "Strong scaling")
     assert not any("cores" in f.text for f in strong.findings)
+
+
+def test_a_part_that_outgrows_the_whole_is_said(measured_data: Path, tmp_path: Path) -> None:
+    """The ParRes Sparse on 2 cores, fitted at P <= 8: every iteration each rank gathers the
+    whole vector, and the gather's own forecast at P = 32 (2.4 s) exceeds the application
+    time's own (1.8 s; 6.1 s was measured). The model holds the part at the whole's; the
+    strong-scaling section says which part, where, and that a run there tells which
+    forecast errs. A model whose parts stay below the whole says nothing of the kind."""
+    folder = measured_data / "prk_sparse"
+    measurements = read_table(folder / "measurements.csv", "measurements")
+    comm = read_table(folder / "comm.csv", "communication")
+    fitted = measurements[measurements["p"] <= 8]
+    model = build_model(fitted, ["lsize"], source="prk_sparse", comm=comm[comm["p"] <= 8])
+    strong = section(sections(study_folder(tmp_path / "sparse", model, fitted), [8, 16, 32]),
+                     "Strong scaling")
+    [outgrown] = [f for f in strong.findings if "exceeds the application's time" in f.text]
+    assert outgrown.severity == "warning" and outgrown.p == 32
+    assert outgrown.text.startswith("at P=32 the forecast of MPI_Allgather (2.4 s) on its own")
+    alone = build_model(fitted, ["lsize"], source="prk_sparse")
+    strong = section(sections(study_folder(tmp_path / "alone", alone, fitted), [8, 16, 32]),
+                     "Strong scaling")
+    assert not any("application's time (" in f.text for f in strong.findings)

@@ -50,7 +50,7 @@ from apmt.errors import ApmtError
 from apmt.kernels import KEY_THRESHOLD, NONSCALABLE_SLOPE, OTHERS
 from apmt.model import CONTENTION_LIMIT, PART_LABELS, Model
 from apmt.names import MPI_NAME, MPI_RUNTIME
-from apmt.predict import application_trust, assemble, contributions
+from apmt.predict import application_trust, assemble, contributions, outgrowing, whole_time
 from apmt.series import MIN_DISTINCT_P, measured_points, per_run, points, scale_points
 from apmt.tables import APP_KERNEL, TIME_METRIC, check_table, parameter_columns
 from apmt.trust import UNSUPPORTED
@@ -314,6 +314,7 @@ def scaling_section(model: Model, measurements: pd.DataFrame, values: dict[str, 
     measured_max = float(measurements["p"].max())
     findings = _dominance(table, measured_max) + _minimum(table, parts, measured_max, mode)
     findings += _unsupported(values, levels, reasons)
+    findings += _outgrowing(model, values)
     findings += _shared_cores(table, oversubscribed_p, mode)
     findings += _busy_cores(model, measurements, values, table, oversubscribed_p)
     title = f"{mode.capitalize()} scaling" + (f" ({setting})" if setting else "")
@@ -368,6 +369,28 @@ def _busy_cores(model: Model, measurements: pd.DataFrame, values: dict[str, np.n
     return [Finding("info", f"at P={p[at]:g} the ranks' sampled time, {p[at]:g} x "
                             f"{seconds(per_rank[at])} over {cores:g} cores, fills {busy:.0%} of "
                             f"the run's {seconds(wall[at])}" + why, p=int(p[at]))]
+
+
+def _outgrowing(model: Model, values: dict[str, np.ndarray]) -> list[Finding]:
+    """The parts whose own forecast outgrows the application's (apmt.predict.outgrowing),
+    named at the largest such P, the three largest there: the model holds each at the
+    whole's, and which of the two forecasts errs only a run at that scale can tell."""
+    found = outgrowing(model, values)
+    if not found:
+        return []
+    at = max(int(np.flatnonzero(over)[-1]) for _, over, _ in found)
+    named = sorted((own[at], source) for source, over, own in found if over[at])[::-1][:3]
+    whole = whole_time(model, values)[0][at]
+    parts = ", ".join(f"{source} ({seconds(own)})" for own, source in named)
+    more = f" and {len(found) - len(named)} more" if len(found) > len(named) else ""
+    one = len(named) == 1 and not more
+    told = "the forecast of" if one else "the forecasts of"
+    exceed = "on its own exceeds" if one else "on their own exceed"
+    return [Finding("warning", f"at P={values['p'][at]:g} {told} {parts}{more} {exceed} the "
+                               f"application's time ({seconds(whole)}): the model holds "
+                               f"{'it' if one else 'each'} there, as no part outlasts the "
+                               "run, and at least one of the forecasts is wrong; a run at "
+                               "that scale tells which", p=int(values["p"][at]))]
 
 
 def _unsupported(values: dict[str, np.ndarray], levels: list[str],
