@@ -8,8 +8,8 @@ other method's median, apmt's ratio to the best of them, and how many of apmt's 
 hold the measured value and their median width (upper/lower), from one run; then the same
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
-ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream and Sparse, the P x size
-sets, and all but those (--long: every method's).
+ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse and Reduce,
+the P x size sets, and all but those (--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -153,7 +153,7 @@ width 1.30); its MPI operations 43.1% against the analytic model's 41.5% (8 poin
 inside, median width 7.9 million: called a handful of times, their times jump from one P to
 the next on the shared cores); its application time 10.4% and 29.1% at P = 16 and 32 against
 Amdahl's 6.5% and 3.8%.
-The ParRes Kernels' MPI Sparse came last (SPARSE, pooled as "sparse gather"), after the rule
+The ParRes Kernels' MPI Sparse came next (SPARSE, pooled as "sparse gather"), after the rule
 that no part of the model exceeds the application's measured time (apmt.predict.within; the
 communication sets are bounded by the application time of their runs, whole_of): a sparse
 matrix (a radius-2 stencil's, columns bit-reversed) times a vector that every rank gathers
@@ -162,6 +162,13 @@ evaluation: 10.7% against the analytic model's 7.32% and the power law's 19.7% (
 inside, median width 1.60; main exact, the run-time system's parts 20.8% against 16.1%); its
 MPI operations 81.1% against Extra-P's 59.3% (10 points, 90% inside, median width 16,913); its
 application time 33.5% and 60.3% at P = 16 and 32 against Amdahl's 21.3% and 49.9%.
+The ParRes Kernels' MPI Reduce came last (WEAK, pooled as "weak reduction"), the first set
+profiled here in weak scaling: every rank adds a vector of its own, whole (its length per rank,
+``per_rank``), then rank 0 sums them all (MPI_Reduce), P = 1..8 and 16, 32, nothing changed for
+it. Its first evaluation: 3.58% against the analytic model's 23.3% and the power law's 45.7%
+(182 points, all inside, median width 2.49); its MPI operations 31.4% against Extra-P's 35.1%
+(8 points, all inside, median width 26.6); its application time 15.0% and 42.5% at P = 16 and
+32 against Amdahl's 10.8% and 26.4%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -171,7 +178,8 @@ hold other sets' points again, so they are pooled on their own ("classes togethe
 out of "all". With LAMMPS, also the application's time assembled as the workflow does (Eq. 2),
 from rolling origins (see application()); with every set, the application's time at the
 held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the
-transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse; see
+transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse,
+Reduce; see
 applications()), next to the baselines fitted to the measured application time. Its first run
 (Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0%
 against 25.5%); reconciled with the measured whole since (apmt.predict._reconciled), 20.9%;
@@ -180,7 +188,8 @@ Graph500, added after that, 2.8% against the power law's 31.2%; miniAMR 19.7% ag
 against 10.8%; the Synch_p2p 36.3% against Amdahl's 21.3%; the Random 60.2% against 49.1%; the
 Stencil 8.7% against 7.5%; the Nstream 19.7% against 5.2%. Since no part exceeds the whole
 (apmt.predict.within), all 53 points 15.4% against Amdahl's 17.7% (18.7% before); the Sparse,
-added after that, 46.9% against 35.6%; all 55, 15.8% against 17.7%.
+added after that, 46.9% against 35.6%; all 55, 15.8% against 17.7%; the Reduce 28.8% against
+18.6%; all 57, 15.8% against 17.7%.
 """
 
 from __future__ import annotations
@@ -280,8 +289,12 @@ STREAM = {"prk_nstream": "length"}
 # columns, times a vector that every rank gathers whole at each iteration, MPI_Allgather),
 # strong scaling on powers of two, fit P <= 8, predict 16 and 32
 SPARSE = {"prk_sparse": "lsize"}
+# and after it, nothing changed for it, the first profiled here in weak scaling: the ParRes
+# Kernels' MPI Reduce (each rank adds a vector of its own, whole, then rank 0 sums them all,
+# MPI_Reduce: the work per rank stays, the reduction's grows), fit P <= 8, predict 16 and 32
+WEAK = {"prk_reduce": "length"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
-                 **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE}
+                 **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -312,6 +325,11 @@ def _classes_set(bench: str, classes: str, holdout: str) -> DataSet:
                    (size,), holdout=f"{size}=max" if holdout == "max" else holdout)
 
 
+def _per_rank(name: str) -> frozenset[str]:
+    """A profiled application's parameters that are per rank: its size in weak scaling."""
+    return frozenset({WEAK[name]}) if name in WEAK else frozenset()
+
+
 TOGETHER_SETS = _sizes_together()
 SETS = {
     "relearn": DataSet("extrap-text", ("relearn/relearn_data.txt",), ("n",), frozenset({"n"})),
@@ -338,9 +356,11 @@ SETS = {
     **{f"npb_{bench}_comm": DataSet("communication", (f"npb/{bench}/comm.csv",), (param,),
                                     holdout="p=16") for bench, param in NPB.items()},
     **{name: DataSet("measurements", (f"{name}/measurements.csv",), (param,),
-                     holdout="p=16,32") for name, param in PROFILED_APPS.items()},
+                     per_rank=_per_rank(name), holdout="p=16,32")
+       for name, param in PROFILED_APPS.items()},
     **{f"{name}_comm": DataSet("communication", (f"{name}/comm.csv",), (param,),
-                               holdout="p=16,32") for name, param in PROFILED_APPS.items()},
+                               per_rank=_per_rank(name), holdout="p=16,32")
+       for name, param in PROFILED_APPS.items()},
     **TOGETHER_SETS,
 }
 
@@ -417,8 +437,8 @@ def _profiled(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
 
 
 def _application_baselines(measurements: pd.DataFrame, assembled: pd.DataFrame,
-                           baselines: list[str], param: str = "size", source: str = "lammps"
-                           ) -> pd.DataFrame:
+                           baselines: list[str], param: str = "size", source: str = "lammps",
+                           per_rank: frozenset[str] = frozenset()) -> pd.DataFrame:
     """The baselines fitted to the measured application time of the runs below each origin
     (``origin``: the smallest held-out P), predicting the held-out P."""
     app = points(measurements[measurements["kernel"] == APP_KERNEL], [param])
@@ -428,7 +448,7 @@ def _application_baselines(measurements: pd.DataFrame, assembled: pd.DataFrame,
         train = app[app["p"] < origin]
         target = app[app["p"] == held]
         for name in (b for b in baselines if b in MODELERS and not MODELERS[b].external):
-            predicted = MODELERS[name].predict(train, target, [param], frozenset(),
+            predicted = MODELERS[name].predict(train, target, [param], per_rank,
                                                source)["predicted"].to_numpy(float)
             rows.append(target[["kernel", "metric", "p", param]].assign(
                 method=name, measured=target["value"].to_numpy(float), predicted=predicted,
@@ -459,10 +479,12 @@ def applications(data: Path, baselines: list[str]) -> pd.DataFrame:
         unused = SETS[name].unused.get("p", ())      # as the set's own evaluation leaves out
         measurements = measurements[~measurements["p"].isin(unused)]
         comm = comm[~comm["p"].isin(unused)]
+        per_rank = SETS[name].per_rank
         rows, _ = validate(measurements, [param], "p=" + ",".join(map(str, held)), 0.1, name,
-                           comm=comm, **machine)
+                           comm=comm, per_rank_params=per_rank, **machine)
         assembled = rows[rows["metric"] == "time"].assign(origin=min(held))
-        fitted = _application_baselines(measurements, assembled, baselines, param, name)
+        fitted = _application_baselines(measurements, assembled, baselines, param, name,
+                                        per_rank)
         frames += [assembled.assign(set=name), fitted.assign(set=name)]
     return pd.concat(frames, ignore_index=True)
 
@@ -484,7 +506,7 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "unstructured mesh": _with_comm(UNSTRUCTURED), "dense matrix": _with_comm(DENSE),
          "pipelined wavefront": _with_comm(PIPELINE), "random access": _with_comm(RANDOM_ACCESS),
          "halo stencil": _with_comm(STENCIL), "memory bandwidth": _with_comm(STREAM),
-         "sparse gather": _with_comm(SPARSE)}
+         "sparse gather": _with_comm(SPARSE), "weak reduction": _with_comm(WEAK)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
