@@ -742,19 +742,21 @@ def run_evaluate(args: argparse.Namespace) -> None:
     table, params, per_rank = _read_with_params(args, args.table, kind)
     comm, options = _model_inputs(args, args.table, params, per_rank) \
         if kind == "measurements" else (None, None)
-    if args.whole is not None and kind == "measurements":
-        raise ApmtError(f"--whole {args.whole}: a measurements table bounds its kernels by "
-                        f"its own application time; --whole is for a communication table")
+    whole = None
     if args.whole is not None:
+        if kind == "measurements":
+            raise ApmtError(f"--whole {args.whole}: a measurements table bounds its kernels "
+                            f"by its own application time; --whole is for a communication "
+                            f"table")
         _check_readable_format(args.whole)
+        whole = read_table(args.whole, "measurements", params)
     result, decision = evaluate_table(
         table, kind, params, args.holdout,
         [name.strip() for name in args.baselines.split(",") if name.strip()], str(args.table),
         per_rank, metrics=args.metrics.split(",") if args.metrics else None,
         tolerance=args.tolerance, comm=comm,
         imported=(_read_sidecar(args.table) or {}).get("command") == "import",
-        model_options=options, work=args.work,
-        whole=None if args.whole is None else read_table(args.whole, "measurements", params))
+        model_options=options, work=args.work, whole=whole)
     output_table(result, args.output)
     if decision is not None and args.validation is not None:
         write_text_atomic(json.dumps(decision, indent=1) + "\n", args.validation)

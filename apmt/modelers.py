@@ -32,7 +32,7 @@ from apmt.comm import Operation, fit_operations
 from apmt.errors import ApmtError
 from apmt.fit import SeriesFit
 from apmt.fit_table import described, fit_all
-from apmt.predict import within
+from apmt.predict import part_time, within
 from apmt.series import point_values
 from apmt.tables import APP_KERNEL, TIME_METRIC
 
@@ -80,16 +80,10 @@ class ApmtModeler:
                         len(fitted.left_out) + len(fitted.fits), described(fitted.left_out))
         whole = fitted.fits.get((APP_KERNEL, TIME_METRIC))
         frames = [rows(targets, params, self.name, *_bounded(
-                      fitted.fits[key], whole if _part(key) else None,
+                      fitted.fits[key], whole if part_time(*key) else None,
                       point_values(targets, params)))
                   for key, targets in _series(test) if key in fitted.fits]
         return _joined(frames, test, params, self.name)
-
-
-def _part(key: tuple) -> bool:
-    """Whether a series is a time of a part of the application (apmt.predict.within)."""
-    kernel, metric = key
-    return metric == TIME_METRIC and kernel != APP_KERNEL
 
 
 def _bounded(fit: SeriesFit | Operation, whole: SeriesFit | None,

@@ -37,8 +37,8 @@ def predict(model: Model, targets: pd.DataFrame,
     whole = whole_time(model, values)
     for entry in model.series:
         own = entry.fit.predict(values)
-        part = entry.metric == TIME_METRIC and entry.kernel not in (model.app_kernel, APP_KERNEL)
-        bounds = within(own, whole) if part else own
+        bounds = within(own, whole) if part_time(entry.kernel, entry.metric,
+                                                 model.app_kernel) else own
         # the rows of kernel <app> are the assembled ones; a measured <app>'s own fit is beside
         metric = f"fitted_{entry.metric}" if entry.kernel == APP_KERNEL else entry.metric
         judged = judge(entry.fit.domain, values, *bounds, used=entry.fit.variables,
@@ -53,6 +53,13 @@ def predict(model: Model, targets: pd.DataFrame,
     frames += _application_rows(model, targets, values, volume_ratios)
     frames += _memory_rows(model, targets, values)
     return pd.concat(frames, ignore_index=True)
+
+
+def part_time(kernel: str, metric: str, app_kernel: str | None = APP_KERNEL) -> bool:
+    """Whether a series is the time of a part of the application, which the application's
+    time bounds (within): any kernel's time but the application's own (``app_kernel``, and
+    the measured ``<app>``)."""
+    return metric == TIME_METRIC and kernel not in (app_kernel, APP_KERNEL)
 
 
 def within(part: Bounds, whole: Bounds | None) -> Bounds:
@@ -70,14 +77,15 @@ def within(part: Bounds, whole: Bounds | None) -> Bounds:
                  for end, limit in zip(part, whole, strict=True))
 
 
-def outgrowing(model: Model, values: dict[str, np.ndarray]
+def outgrowing(model: Model, values: dict[str, np.ndarray], whole: Bounds | None = None
                ) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """The terms of Eq. 2 whose own forecast is more than the application's own, each as
     (source, at which points, its own forecast): within bounds them there, and one of the
     two forecasts is wrong (the part grows faster than the whole's fit allows, or the whole
     grows faster than its fit sees: the ParRes Sparse's gather, 2.40 s on its own at P = 32
-    where the whole's fit said 1.80 s and 6.1 s was measured)."""
-    whole = whole_time(model, values)
+    where the whole's fit said 1.80 s and 6.1 s was measured). ``whole``: whole_time at the
+    points, where the caller has it."""
+    whole = whole if whole is not None else whole_time(model, values)
     if whole is None:
         return []
     found = []

@@ -375,12 +375,13 @@ def _outgrowing(model: Model, values: dict[str, np.ndarray]) -> list[Finding]:
     """The parts whose own forecast outgrows the application's (apmt.predict.outgrowing),
     named at the largest such P, the three largest there: the model holds each at the
     whole's, and which of the two forecasts errs only a run at that scale can tell."""
-    found = outgrowing(model, values)
+    whole = whole_time(model, values)
+    found = outgrowing(model, values, whole)
     if not found:
         return []
     at = max(int(np.flatnonzero(over)[-1]) for _, over, _ in found)
     named = sorted((own[at], source) for source, over, own in found if over[at])[::-1][:3]
-    whole = whole_time(model, values)[0][at]
+    whole = whole[0][at]
     parts = ", ".join(f"{source} ({seconds(own)})" for own, source in named)
     more = f" and {len(found) - len(named)} more" if len(found) > len(named) else ""
     one = len(named) == 1 and not more
