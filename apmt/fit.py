@@ -26,7 +26,10 @@ leverage of the target point and the spread of the averaged shapes, widened beyo
 measured range by how much forward predictions erred per step (apmt.fit_table.calibrate)
 and, where those backtests could check only the classic laws, holding their forecast as well
 (_classic_fits); where the series' runs scatter, every interval also holds that scatter
-(SeriesFit.scatter), since a value to come is measured in such runs.
+(SeriesFit.scatter), since a value to come is measured in such runs. Beyond the largest
+measured P, a series whose latest trend (the power law through its two largest values)
+backtested clearly better than its function is forecast by that trend, its interval holding
+both (SeriesFit.latest, apmt.fit_table.latest_trends).
 """
 
 from __future__ import annotations
@@ -245,6 +248,11 @@ class SeriesFit:
     # backtests could check only them (see _classic_fits); beyond the data the interval
     # holds their forecast too
     anchors: list[tuple[Hypothesis, np.ndarray]] = field(default_factory=list)
+    # the series' latest trend, the power law in the primary variable through its two largest
+    # values, where the table's backtest found it the better forecast (apmt.fit_table
+    # latest_trends): beyond the largest value it is the prediction, the interval holding the
+    # function's forecast as well
+    latest: list[tuple[Hypothesis, np.ndarray]] = field(default_factory=list)
     # how far the function misses the measured values it was fitted to, at worst (a factor:
     # 1 exact), and where: a series that changes regime (NPB FT's fft_ counts 4,500 times the
     # instructions at P = 1 that it counts from P = 2) or scatters is not followed everywhere
@@ -455,12 +463,35 @@ class SeriesFit:
                                               forecasts > 0, center)
                 low = np.where(beyond > 0, np.minimum(center, anchored) - half_width, low)
                 high = np.where(beyond > 0, np.maximum(center, anchored) + half_width, high)
+                center, low, high = self._ahead(values, center, low, high, half_width)
             if measured:
                 low, high = _with_scatter(center, low, high, Z_INTERVAL * self.scatter)
             # no cap: an interval says how little is known; only kept within floating point
             low = np.maximum(low, center - FLOAT_LOG_LIMIT)
             high = np.minimum(high, center + FLOAT_LOG_LIMIT)
             return np.exp(center), np.exp(low), np.exp(high)
+
+    def _ahead(self, values: dict[str, np.ndarray], center: np.ndarray, low: np.ndarray,
+               high: np.ndarray, half_width: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Beyond the largest measured value of the primary variable, at the measured values
+        of the others, the latest trend's forecast (``latest``) in place of the function's,
+        the interval widened to hold both: the backtest preferred the trend, but one
+        backtest is one value. Where another parameter moves (a weak-scaling size), the
+        trend, a law of the primary variable alone, says nothing, and the function
+        answers."""
+        if not self.latest:
+            return center, low, high
+        hypothesis, coefficients = self.latest[0]
+        variable = hypothesis.bases[0][0].variable
+        ahead = np.asarray(values[variable], float) > self.domain[variable][1]
+        for name, (lowest, highest) in self.domain.items():
+            if name != variable:
+                at = np.asarray(values.get(name, np.nan), float)
+                ahead &= (lowest == highest) & np.isclose(at, lowest, rtol=1e-9, atol=0)
+        trend = np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY))
+        return (np.where(ahead, trend, center),
+                np.where(ahead, np.minimum(low, trend - half_width), low),
+                np.where(ahead, np.maximum(high, trend + half_width), high))
 
     def beyond(self, distance: np.ndarray) -> np.ndarray:
         """The calibrated log half-width at a log distance beyond the measured range: one
@@ -506,12 +537,10 @@ class SeriesFit:
             "inverse_gram": self.inverse_gram.tolist(), "sigma": self.sigma, "dof": self.dof,
             "r2": self.r2, "adj_r2": self.adj_r2, "loo_error": self.loo_error,
             "n_points": self.n_points, "domain": {k: list(v) for k, v in self.domain.items()},
-            "alternatives": [{"hypothesis": h.to_dict(), "coefficients": c.tolist(),
-                              "function": h.text(c)} for h, c in self.alternatives],
+            "alternatives": _shapes_dict(self.alternatives),
             "averaged": self.averaged, "fold_bias": self.fold_bias,
             "noise_width": self.noise_width, "drift_width": self.drift_width, "step": self.step,
-            "anchors": [{"hypothesis": h.to_dict(), "coefficients": c.tolist(),
-                         "function": h.text(c)} for h, c in self.anchors],
+            "anchors": _shapes_dict(self.anchors), "latest": _shapes_dict(self.latest),
             "misfit": self.misfit, "misfit_at": self.misfit_at,
             "strata": [{"at": at, "fit": fit.to_dict()} for at, fit in self.strata],
             "sections": {name: [list(section) for section in measured]
@@ -527,11 +556,10 @@ class SeriesFit:
             inverse_gram=np.array(data["inverse_gram"], float), sigma=data["sigma"],
             dof=data["dof"], r2=data["r2"], adj_r2=data["adj_r2"], loo_error=data["loo_error"],
             n_points=data["n_points"], domain={k: tuple(v) for k, v in data["domain"].items()},
-            alternatives=[(Hypothesis.from_dict(a["hypothesis"]), np.array(a["coefficients"]))
-                          for a in data["alternatives"]], averaged=data["averaged"],
+            alternatives=_shapes_of(data["alternatives"]), averaged=data["averaged"],
             fold_bias=data.get("fold_bias", {}), **_calibration_of(data),
-            anchors=[(Hypothesis.from_dict(a["hypothesis"]), np.array(a["coefficients"]))
-                     for a in data.get("anchors", [])],
+            anchors=_shapes_of(data.get("anchors", [])),
+            latest=_shapes_of(data.get("latest", [])),
             misfit=data.get("misfit", 1.0), misfit_at=data.get("misfit_at", {}),
             strata=[(dict(stratum["at"]), SeriesFit.from_dict(stratum["fit"]))
                     for stratum in data.get("strata", [])],
@@ -539,6 +567,17 @@ class SeriesFit:
                       for name, measured in data.get("sections", {}).items()},
             observed=data.get("observed", {}), scatter=data.get("scatter", 0.0),
         )
+
+
+def _shapes_dict(shapes: list[tuple[Hypothesis, np.ndarray]]) -> list[dict]:
+    """Fitted shapes (alternatives, anchors, a latest trend) as a model file keeps them, with
+    their functions written out for the reader."""
+    return [{"hypothesis": h.to_dict(), "coefficients": c.tolist(), "function": h.text(c)}
+            for h, c in shapes]
+
+
+def _shapes_of(stored: list[dict]) -> list[tuple[Hypothesis, np.ndarray]]:
+    return [(Hypothesis.from_dict(a["hypothesis"]), np.array(a["coefficients"])) for a in stored]
 
 
 def _with_scatter(center: np.ndarray, low: np.ndarray, high: np.ndarray, scatter: float

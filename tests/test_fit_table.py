@@ -687,3 +687,111 @@ def test_an_interval_inside_the_data_is_no_wider_than_one_step_beyond(
         assert ratio <= np.log(beyond[2] / beyond[1])[0] + 1e-9, fit.function
         checked += 1
     assert checked > 50
+
+
+# ----------------------------------------------------------------------------- latest trends
+
+def crowded(p: np.ndarray) -> np.ndarray:
+    """A time per rank that falls as 1/P while the ranks have a core each (P <= 2), then grows
+    as P^0.5 as they share two cores: a change of regime inside the measured range."""
+    return np.where(p <= 2, 10.0 / p, 5.0 * np.sqrt(p / 2.0))
+
+
+def test_a_series_that_changed_regime_is_carried_on_by_its_latest_trend() -> None:
+    """Fitted at P = 1..8, the series' function bends through both regimes; its latest trend
+    (the power law through P = 6 and 8) predicted P = 8 from 4 and 6 exactly, and carries the
+    new regime on to 16 and 32. The interval holds the function's forecast too, and the
+    model file keeps the trend."""
+    table = fit_table(planted({"wait": crowded(P)}))
+    fit = table.fits[("wait",)]
+    assert fit.latest and table.calibration["latest"] == 1
+    assert any("latest trend" in note for note in table.notes)
+    ahead = {"p": np.array([16.0, 32.0])}
+    predicted, lower, upper = fit.predict(ahead)
+    np.testing.assert_allclose(predicted, crowded(ahead["p"]), rtol=1e-9)
+    own = replace(fit, latest=[]).predict(ahead)[0]
+    assert np.all(np.abs(own / crowded(ahead["p"]) - 1) > 0.05)    # what the trend mends
+    assert np.all((lower <= np.minimum(predicted, own)) & (np.maximum(predicted, own) <= upper))
+    inside = {"p": np.array([5.0])}
+    assert fit.predict(inside)[0] == pytest.approx(replace(fit, latest=[]).predict(inside)[0])
+    stored = SeriesFit.from_dict(json.loads(json.dumps(fit.to_dict())))
+    np.testing.assert_allclose(stored.predict(ahead), fit.predict(ahead))
+
+
+def test_a_latest_trend_holds_at_the_measured_values_of_the_other_parameters() -> None:
+    """The trend is a law of P alone: at the measured size it forecasts, at another (weak
+    scaling: the size grows with P) the function answers."""
+    size = np.full(len(P), 100.0)
+    table = fit_table({("wait",): SeriesData({"p": P, "size": size}, crowded(P), ("p",))})
+    fit = table.fits[("wait",)]
+    assert fit.latest
+    measured = {"p": np.array([16.0]), "size": np.array([100.0])}
+    weak = {"p": np.array([16.0]), "size": np.array([1600.0])}
+    assert fit.predict(measured)[0] == pytest.approx(crowded(measured["p"]))
+    np.testing.assert_allclose(fit.predict(weak), replace(fit, latest=[]).predict(weak))
+
+
+def test_four_p_take_no_latest_trend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From P = 1, 2, 4, 8 the function's backtest fits three values, from which no shape is
+    chosen: it judged the classic laws, not the function, and the trend does not replace it
+    (RELeARN's times grow as a + b*log P, which a shape of 4 P follows and the classic laws
+    of 3 do not: the trend won their backtests and lost at P = 512)."""
+    table = fit_table(planted({"wait": crowded(POWERS)}, POWERS))
+    assert not table.fits[("wait",)].latest and "latest" not in table.calibration
+    monkeypatch.setattr("apmt.fit_table.LATEST_LEVELS", 4)
+    assert fit_table(planted({"wait": crowded(POWERS)}, POWERS)).fits[("wait",)].latest
+
+
+def test_a_jump_is_no_latest_trend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A latest trend steeper than the family's exponents (a wait growing as P^4 from P = 4
+    on, after falling as 1/P) is a jump, not a law of cost: it is not carried on, though
+    its backtest was exact."""
+    jump = np.where(P <= 4, 1.0 / P, 0.25 * (P / 4.0) ** 4)
+    assert not fit_table(planted({"wait": jump})).fits[("wait",)].latest
+    monkeypatch.setattr("apmt.fit_table.MAX_LOG_EXPONENT", np.inf)
+    assert fit_table(planted({"wait": jump})).fits[("wait",)].latest
+
+
+@pytest.mark.parametrize(("folder", "param", "taken", "gain"), [
+    ("prk_stencil", "n", 30, 0.2), ("lammps/lj-size0.8-p1-32", "size", 30, 0.3),
+    ("prk_p2p", "rows", 30, 0.5), ("pennant", "zones", 50, 0.3)])
+def test_real_latest_trends_predict_16_and_32_better(measured_data: Path, folder: str,
+                                                     param: str, taken: int, gain: float
+                                                     ) -> None:
+    """Applications profiled on 2 cores at P = 1..8: the series that took their latest trend
+    predict P = 16 and 32 at most ``gain`` times as far off (median) as their functions would
+    have, and their intervals hold at least 90% of the measured values."""
+    series = points(read_table(measured_data / folder / "measurements.csv", "measurements"),
+                    [param])
+    fitted = fit_all(series[series["p"] <= 8], [param], folder)
+    assert fitted.calibration["latest"] >= taken
+    trend, own, inside = [], [], []
+    for rows, (predicted, lower, upper) in predictions(fitted.fits, series[series["p"] > 8],
+                                                       [param]):
+        fit = fitted.fits[tuple(rows[["kernel", "metric"]].iloc[0])]
+        if fit.latest:
+            values = {c: rows[c].to_numpy(float) for c in ["p", param]}
+            trend += list(np.abs(predicted / rows["value"] - 1))
+            own += list(np.abs(replace(fit, latest=[]).predict(values)[0] / rows["value"] - 1))
+            inside += list((rows["value"] >= lower) & (rows["value"] <= upper))
+    assert np.median(trend) <= gain * np.median(own)
+    assert np.mean(inside) >= 0.9
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(1e-3, 1e3), min_size=6, max_size=6),
+       st.sampled_from([16.0, 64.0, 1e4]))
+def test_a_latest_trend_interval_holds_both_forecasts(values: list[float], target: float
+                                                      ) -> None:
+    """Whatever six positive values a series has, where it takes its latest trend the
+    interval beyond the data is finite, positive and holds the trend's forecast and the
+    function's alike."""
+    table = fit_table(planted({"s": np.array(values)}))
+    fit = table.fits.get(("s",))
+    if fit is None or not fit.latest:
+        return
+    at = {"p": np.array([target])}
+    predicted, lower, upper = (a[0] for a in fit.predict(at))
+    own = replace(fit, latest=[]).predict(at)[0][0]
+    assert 0 < lower <= min(predicted, own) * (1 + 1e-9)
+    assert max(predicted, own) * (1 - 1e-9) <= upper < np.inf
