@@ -131,10 +131,11 @@ class TableFit:
                          "as well")
         latest = self.calibration.get("latest", 0)
         if latest:
-            notes.append(f"{latest} series are forecast beyond their largest measured value by "
-                         "their latest trend (the power law through their two largest values), "
-                         "which predicted that value from the smaller ones at most "
-                         f"{LATEST_GAIN:g} times as far off as their function did; their "
+            are, their = ("is", "its") if latest == 1 else ("are", "their")
+            notes.append(f"{latest} series {are} forecast beyond {their} largest measured value "
+                         f"by {their} latest trend (the power law through {their} two largest "
+                         f"values), which predicted that value from the smaller ones at most "
+                         f"{LATEST_GAIN:g} times as far off as {their} function did; {their} "
                          "intervals hold the function's forecast as well")
         if self.calibration.get("multiplier_rule") == "student-t":
             notes.append(f"the intervals beyond the data were calibrated on "
