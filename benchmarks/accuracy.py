@@ -8,8 +8,8 @@ other method's median, apmt's ratio to the best of them, and how many of apmt's 
 hold the measured value and their median width (upper/lower), from one run; then the same
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
-ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse and Reduce,
-the P x size sets, and all but those (--long: every method's).
+ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse, Reduce and
+Synch_global, the P x size sets, and all but those (--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -162,13 +162,21 @@ evaluation: 10.7% against the analytic model's 7.32% and the power law's 19.7% (
 inside, median width 1.60; main exact, the run-time system's parts 20.8% against 16.1%); its
 MPI operations 81.1% against Extra-P's 59.3% (10 points, 90% inside, median width 16,913); its
 application time 33.5% and 60.3% at P = 16 and 32 against Amdahl's 21.3% and 49.9%.
-The ParRes Kernels' MPI Reduce came last (WEAK, pooled as "weak reduction"), the first set
+The ParRes Kernels' MPI Reduce came next (WEAK, pooled as "weak reduction"), the first set
 profiled here in weak scaling: every rank adds a vector of its own, whole (its length per rank,
 ``per_rank``), then rank 0 sums them all (MPI_Reduce), P = 1..8 and 16, 32, nothing changed for
 it. Its first evaluation: 3.58% against the analytic model's 23.3% and the power law's 45.7%
 (182 points, all inside, median width 2.49); its MPI operations 31.4% against Extra-P's 35.1%
 (8 points, all inside, median width 26.6); its application time 15.0% and 42.5% at P = 16 and
 32 against Amdahl's 10.8% and 26.4%.
+The ParRes Kernels' MPI Synch_global came last (GLOBAL, pooled as "global synchronization"),
+after the latest trend (apmt.fit_table.latest_trends): a string split over the ranks, gathered
+whole by every rank (MPI_Allgather) 2,000 times, P = 1..8 and 16, 32, nothing changed for it.
+Its first evaluation: 6.62% against the analytic model's 17.7% and the power law's 59.1% (175
+points, 99% inside, median width 19.6; 23.2% with the latest trend turned off: the loader's
+counts, which step up where the ranks start to share the cores and then stay, carried on
+flat); its MPI operations 116% against Extra-P's 24.9% (8 points, 88% inside, median width
+47.3).
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -179,7 +187,7 @@ out of "all". With LAMMPS, also the application's time assembled as the workflow
 from rolling origins (see application()); with every set, the application's time at the
 held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the
 transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse,
-Reduce; see
+Reduce, Synch_global; see
 applications()), next to the baselines fitted to the measured application time. Its first run
 (Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0%
 against 25.5%); reconciled with the measured whole since (apmt.predict._reconciled), 20.9%;
@@ -293,8 +301,13 @@ SPARSE = {"prk_sparse": "lsize"}
 # Kernels' MPI Reduce (each rank adds a vector of its own, whole, then rank 0 sums them all,
 # MPI_Reduce: the work per rank stays, the reduction's grows), fit P <= 8, predict 16 and 32
 WEAK = {"prk_reduce": "length"}
+# and after it and the latest trend (apmt.fit_table.latest_trends), nothing changed for it: the
+# ParRes Kernels' MPI Synch_global (a string split over the ranks gathered whole by every rank,
+# MPI_Allgather, and a new substring picked from it), strong scaling, fit P <= 8, predict 16
+# and 32
+GLOBAL = {"prk_global": "length"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
-                 **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK}
+                 **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -506,7 +519,8 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "unstructured mesh": _with_comm(UNSTRUCTURED), "dense matrix": _with_comm(DENSE),
          "pipelined wavefront": _with_comm(PIPELINE), "random access": _with_comm(RANDOM_ACCESS),
          "halo stencil": _with_comm(STENCIL), "memory bandwidth": _with_comm(STREAM),
-         "sparse gather": _with_comm(SPARSE), "weak reduction": _with_comm(WEAK)}
+         "sparse gather": _with_comm(SPARSE), "weak reduction": _with_comm(WEAK),
+         "global synchronization": _with_comm(GLOBAL)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
