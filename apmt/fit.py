@@ -481,17 +481,26 @@ class SeriesFit:
         answers."""
         if not self.latest:
             return center, low, high
+        ahead = self.trend_at(values)
         hypothesis, coefficients = self.latest[0]
-        variable = hypothesis.bases[0][0].variable
-        ahead = np.asarray(values[variable], float) > self.domain[variable][1]
-        for name, (lowest, highest) in self.domain.items():
-            if name != variable:
-                at = np.asarray(values.get(name, np.nan), float)
-                ahead &= (lowest == highest) & np.isclose(at, lowest, rtol=1e-9, atol=0)
         trend = np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY))
         return (np.where(ahead, trend, center),
                 np.where(ahead, np.minimum(low, trend - half_width), low),
                 np.where(ahead, np.maximum(high, trend + half_width), high))
+
+    def trend_at(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """Where the latest trend forecasts the series (``_ahead``): beyond the largest
+        measured value of its variable, at the measured values of the others."""
+        count = len(next(iter(values.values())))
+        if not self.latest:
+            return np.zeros(count, bool)
+        variable = self.latest[0][0].bases[0][0].variable
+        ahead = np.asarray(values[variable], float) > self.domain[variable][1]
+        for name, (lowest, highest) in self.domain.items():
+            if name != variable:
+                at = np.asarray(values.get(name, np.full(count, np.nan)), float)
+                ahead &= (lowest == highest) & np.isclose(at, lowest, rtol=1e-9, atol=0)
+        return ahead
 
     def beyond(self, distance: np.ndarray) -> np.ndarray:
         """The calibrated log half-width at a log distance beyond the measured range: one

@@ -7,6 +7,7 @@ The output of ``predict`` is the ``predictions`` table documented in apmt.tables
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -43,8 +44,9 @@ def predict(model: Model, targets: pd.DataFrame,
         metric = f"fitted_{entry.metric}" if entry.kernel == APP_KERNEL else entry.metric
         judged = judge(entry.fit.domain, values, *bounds, used=entry.fit.variables,
                        beyond=trust.distance(entry.fit.measured_range(values), values))
+        reasons = _saying_trend(judged[1], entry.fit, values, entry.metric)
         frames.append(_rows(targets, params, entry.kernel, metric, bounds,
-                            (judged[0], _saying_bounded(judged[1], own, bounds))))
+                            (judged[0], _saying_bounded(reasons, own, bounds))))
     nan = np.full(len(values["p"]), np.nan)
     for entry in model.left_out:
         kernel, metric = _left_out_row(entry)
@@ -95,6 +97,21 @@ def outgrowing(model: Model, values: dict[str, np.ndarray], whole: Bounds | None
         if over.any():
             found.append((source, over, bounds[0]))
     return found
+
+
+def _saying_trend(reasons: list[str], fit: SeriesFit, values: dict[str, np.ndarray],
+                  metric: str) -> list[str]:
+    """The reasons, where a series' latest trend forecasts it (apmt.fit.SeriesFit.latest),
+    with what its function gave: the trend won one backtest, and the interval holds both."""
+    taken = fit.trend_at(values)
+    if not taken.any():
+        return reasons
+    function = replace(fit, latest=[]).predict(values)[0]
+    said = seconds if metric == TIME_METRIC else (lambda value: f"{value:.3g}")
+    return [f"{reason}; forecast by its latest trend (the power law through its two largest "
+            f"measured values; its function, which predicted the largest of them less well: "
+            f"{said(function[i])})" if taken[i] else reason
+            for i, reason in enumerate(reasons)]
 
 
 def _saying_bounded(reasons: list[str], own: Bounds, bounds: Bounds) -> list[str]:

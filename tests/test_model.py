@@ -191,6 +191,25 @@ def fitted_up_to_8(folder: Path, param: str) -> tuple[pd.DataFrame, Model]:
                               comm=comm[comm["p"] <= 8])
 
 
+def test_a_forecast_by_the_latest_trend_says_so(measured_data: Path) -> None:
+    """The ParRes Stencil from P <= 8: a row beyond the data whose series is forecast by its
+    latest trend (apmt.fit_table.latest_trends) says so, with what its function gave; no row
+    inside the data does, nor a row of a series without a trend."""
+    table, model = fitted_up_to_8(measured_data / "prk_stencil", "n")
+    size = float(table["n"].iloc[0])
+    rows = predict(model, pd.DataFrame({"p": [6, 16, 32], "n": size}))
+    said = rows["trust_reason"].str.contains("forecast by its latest trend", na=False)
+    assert said.sum() >= 40 and set(rows.loc[said, "p"]) == {16, 32}
+    for row in rows[said].itertuples():
+        fit = model.fit_of(row.kernel, row.metric)
+        function = replace(fit, latest=[]).predict({"p": np.array([row.p], float),
+                                                    "n": np.array([size])})[0][0]
+        assert fit.latest and f"less well: {function:.3g}" in row.trust_reason
+    plain = rows[~said & (rows["p"] > 8) & rows["kernel"].ne(APP_KERNEL)]
+    fits = [model.fit_of(k, m) for k, m in plain[["kernel", "metric"]].itertuples(index=False)]
+    assert len(fits) >= 30 and not any(fit.latest for fit in fits if fit is not None)
+
+
 def test_eq2s_sum_meets_the_measured_whole_where_a_part_explodes(measured_data: Path) -> None:
     """miniFE profiled here on 2 cores, fit on P <= 8: its MPI times grow like p^2 log^2 p
     from the crowded runs, and Eq. 2's sum at P = 16 and 32 (4.0 and 5.6 s, its parts each
