@@ -38,7 +38,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -489,9 +489,15 @@ class SeriesFit:
                 np.where(ahead, np.maximum(high, trend + half_width), high))
 
     def trend_at(self, values: dict[str, np.ndarray]) -> np.ndarray:
-        """Where the latest trend forecasts the series (``_ahead``): beyond the largest
-        measured value of its variable, at the measured values of the others."""
+        """Where a latest trend forecasts the series (``_ahead``): beyond the largest
+        measured value of its variable, at the measured values of the others; for a series
+        its strata predict, where one of them that takes part there does."""
         count = len(next(iter(values.values())))
+        if self.strata:
+            return np.logical_or.reduce([
+                fit.trend_at({**values, **{name: np.full(count, value)
+                                           for name, value in at.items()}})
+                for at, fit in self.strata])
         if not self.latest:
             return np.zeros(count, bool)
         variable = self.latest[0][0].bases[0][0].variable
@@ -501,6 +507,12 @@ class SeriesFit:
                 at = np.asarray(values.get(name, np.full(count, np.nan)), float)
                 ahead &= (lowest == highest) & np.isclose(at, lowest, rtol=1e-9, atol=0)
         return ahead
+
+    def without_trend(self) -> SeriesFit:
+        """The fit as its function alone forecasts, without latest trends (its strata's too):
+        what a row forecast by a trend says its function gave."""
+        return replace(self, latest=[], strata=[(at, fit.without_trend())
+                                                for at, fit in self.strata])
 
     def beyond(self, distance: np.ndarray) -> np.ndarray:
         """The calibrated log half-width at a log distance beyond the measured range: one

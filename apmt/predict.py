@@ -7,7 +7,6 @@ The output of ``predict`` is the ``predictions`` table documented in apmt.tables
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -106,7 +105,7 @@ def _saying_trend(reasons: list[str], fit: SeriesFit, values: dict[str, np.ndarr
     taken = fit.trend_at(values)
     if not taken.any():
         return reasons
-    function = replace(fit, latest=[]).predict(values)[0]
+    function = fit.without_trend().predict(values)[0]
     said = seconds if metric == TIME_METRIC else (lambda value: f"{value:.3g}")
     return [f"{reason}; forecast by its latest trend (the power law through its two largest "
             f"measured values; its function, which predicted the largest of them less well: "

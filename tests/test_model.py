@@ -202,12 +202,36 @@ def test_a_forecast_by_the_latest_trend_says_so(measured_data: Path) -> None:
     assert said.sum() >= 40 and set(rows.loc[said, "p"]) == {16, 32}
     for row in rows[said].itertuples():
         fit = model.fit_of(row.kernel, row.metric)
-        function = replace(fit, latest=[]).predict({"p": np.array([row.p], float),
-                                                    "n": np.array([size])})[0][0]
+        function = fit.without_trend().predict({"p": np.array([row.p], float),
+                                                "n": np.array([size])})[0][0]
         assert fit.latest and f"less well: {function:.3g}" in row.trust_reason
     plain = rows[~said & (rows["p"] > 8) & rows["kernel"].ne(APP_KERNEL)]
     fits = [model.fit_of(k, m) for k, m in plain[["kernel", "metric"]].itertuples(index=False)]
     assert len(fits) >= 30 and not any(fit.latest for fit in fits if fit is not None)
+
+
+def test_a_series_its_sizes_predict_says_when_their_trends_forecast_it(
+        measured_data: Path) -> None:
+    """RELeARN, fitted at all its P (32 to 512) and sizes: its regions are predicted at
+    each size by that size's own fit, and at P = 1024 some of those fits forecast by their
+    latest trend. The rows say so at a measured size and between sizes alike, with what
+    the functions alone gave."""
+    table, _ = import_profiles("extrap-text", [measured_data / "relearn/relearn_data.txt"])
+    model = build_model(table, ["n"], source="relearn", per_rank_params=frozenset({"n"}),
+                        app_kernel="main()")
+    targets = pd.DataFrame({"p": [1024, 1024], "n": [5000, 6500]})
+    rows = predict(model, targets)
+    said = rows[rows["trust_reason"].str.contains("forecast by its latest trend", na=False)]
+    assert set(said["n"]) == {5000, 6500}
+    moved = []
+    for row in said.itertuples():
+        fit = model.fit_of(row.kernel, row.metric)
+        assert fit.strata and not fit.latest
+        function = fit.without_trend().predict({"p": np.array([1024.0]),
+                                                "n": np.array([float(row.n)])})[0][0]
+        assert f"less well: {function:.3g}" in row.trust_reason
+        moved.append(abs(row.predicted / function - 1))
+    assert max(moved) > 0.01     # the trend forecasts something else than the function
 
 
 def test_eq2s_sum_meets_the_measured_whole_where_a_part_explodes(measured_data: Path) -> None:
