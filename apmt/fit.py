@@ -501,12 +501,10 @@ class SeriesFit:
         if not self.latest:
             return np.zeros(count, bool)
         variable = self.latest[0][0].bases[0][0].variable
-        ahead = np.asarray(values[variable], float) > self.domain[variable][1]
-        for name, (lowest, highest) in self.domain.items():
-            if name != variable:
-                at = np.asarray(values.get(name, np.full(count, np.nan)), float)
-                ahead &= (lowest == highest) & np.isclose(at, lowest, rtol=1e-9, atol=0)
-        return ahead
+        beyond = outside(self.domain, values)     # the others were measured at one value
+        at_measured = [np.abs(beyond.get(name, np.full(count, np.inf))) < 1e-9
+                       for name in self.domain if name != variable]
+        return np.logical_and.reduce([beyond[variable] > 0, *at_measured])
 
     def without_trend(self) -> SeriesFit:
         """The fit as its function alone forecasts, without latest trends (its strata's too):

@@ -526,11 +526,11 @@ def latest_trends(units: dict, fits: dict, errors: dict[tuple, float]) -> int:
         series = units[key]
         if key not in fits or not np.isfinite(error) or not _trend_judged(series):
             continue
-        law = latest_law(series)
-        if abs(law[1][1]) > MAX_LOG_EXPONENT:    # no law of cost: a jump, carried on
+        law, coefficients = latest_law(series)
+        if abs(coefficients[1]) > MAX_LOG_EXPONENT:    # no law of cost: a jump, carried on
             continue
         if _backtest_error(series, None, latest_forecast) < LATEST_GAIN * error:
-            fits[key].latest = [law]
+            fits[key].latest = [(law, coefficients)]
             taken += 1
     return taken
 

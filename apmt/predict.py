@@ -107,10 +107,9 @@ def _saying_trend(reasons: list[str], fit: SeriesFit, values: dict[str, np.ndarr
         return reasons
     function = fit.without_trend().predict(values)[0]
     said = seconds if metric == TIME_METRIC else (lambda value: f"{value:.3g}")
-    return [f"{reason}; forecast by its latest trend (the power law through its two largest "
-            f"measured values; its function, which predicted the largest of them less well: "
-            f"{said(function[i])})" if taken[i] else reason
-            for i, reason in enumerate(reasons)]
+    return _added(reasons, taken, lambda i: "forecast by its latest trend (the power law "
+                  "through its two largest measured values; its function, which predicted the "
+                  f"largest of them less well: {said(function[i])})")
 
 
 def _saying_bounded(reasons: list[str], own: Bounds, bounds: Bounds) -> list[str]:
@@ -118,9 +117,13 @@ def _saying_bounded(reasons: list[str], own: Bounds, bounds: Bounds) -> list[str
     part's own fit gave: the bound replaces a number no run can reach, and hides none."""
     with np.errstate(invalid="ignore"):
         bounded = np.any([mine > end for mine, end in zip(own, bounds, strict=True)], axis=0)
-    return [f"{reason}; at most the application's time (its own fit: {seconds(own[0][i])}, "
-            f"up to {seconds(own[2][i])})" if bounded[i] else reason
-            for i, reason in enumerate(reasons)]
+    return _added(reasons, bounded, lambda i: "at most the application's time (its own fit: "
+                  f"{seconds(own[0][i])}, up to {seconds(own[2][i])})")
+
+
+def _added(reasons: list[str], where: np.ndarray, clause: Callable[[int], str]) -> list[str]:
+    """The reasons, each at a point ``where`` is true followed by that point's clause."""
+    return [f"{reason}; {clause(i)}" if where[i] else reason for i, reason in enumerate(reasons)]
 
 
 def whole_time(model: Model, values: dict[str, np.ndarray]) -> Bounds | None:

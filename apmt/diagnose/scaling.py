@@ -381,14 +381,13 @@ def _outgrowing(model: Model, values: dict[str, np.ndarray]) -> list[Finding]:
         return []
     at = max(int(np.flatnonzero(over)[-1]) for _, over, _ in found)
     named = sorted((own[at], source) for source, over, own in found if over[at])[::-1][:3]
-    whole = whole[0][at]
     parts = ", ".join(f"{source} ({seconds(own)})" for own, source in named)
     more = f" and {len(found) - len(named)} more" if len(found) > len(named) else ""
     one = len(named) == 1 and not more
     told = "the forecast of" if one else "the forecasts of"
     exceed = "on its own exceeds" if one else "on their own exceed"
     return [Finding("warning", f"at P={values['p'][at]:g} {told} {parts}{more} {exceed} the "
-                               f"application's time ({seconds(whole)}): the model holds "
+                               f"application's time ({seconds(whole[0][at])}): the model holds "
                                f"{'it' if one else 'each'} there, as no part outlasts the "
                                "run, and at least one of the forecasts is wrong; a run at "
                                "that scale tells which", p=int(values["p"][at]))]
