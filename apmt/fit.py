@@ -63,6 +63,8 @@ TINY = np.finfo(float).tiny
 FLOAT_LOG_LIMIT = 300.0   # e^300: the widest interval a float holds around any prediction
 PAIR_TERMS = 8          # best terms per variable that multi-parameter hypotheses combine
 MAX_LOG_EXPONENT = 3.0
+NEGLIGIBLE_EXPONENT = 5e-4   # a power law's exponent shown as none (p^5e-4 at 1e9: 1.01)
+NEGLIGIBLE_CONSTANT = 1e-9   # a sum's constant shown as none, relative to the function's value
 MISFIT_NOTED = 10.0     # a function off by this factor at a measured value does not follow it
 EXTRAPOLATION_FACTORS = (1.0, 2.0, 4.0, 16.0, 100.0)
 PER_RANK_SUFFIX = "/p"
@@ -198,15 +200,21 @@ class Hypothesis:
     def design(self, values: dict[str, np.ndarray]) -> np.ndarray:
         return designs([self], values)[0]
 
-    def text(self, coefficients: np.ndarray) -> str:
+    def text(self, coefficients: np.ndarray, constant_shown: bool = True) -> str:
+        """The function as a formula. A power law's exponent below NEGLIGIBLE_EXPONENT is left
+        out (an exact fit of a constant leaves p^1.75e-16: a factor of 1 at any P), as is
+        the constant of a sum where ``constant_shown`` is False (SeriesFit.function: it is
+        rounding beside the rest)."""
         if self.form == "loglinear":
             factors = [f"{np.exp(coefficients[0]):.4g}"]
             for coefficient, (term,) in zip(coefficients[1:], self.bases, strict=True):
+                if abs(coefficient) < NEGLIGIBLE_EXPONENT:
+                    continue
                 name = term.variable if term.variable.isidentifier() else f"({term.variable})"
                 inner = name if term.kind == "ln" else f"log2({term.variable})"
                 factors.append(f"{inner}^{coefficient:.3g}")
             return " * ".join(factors)
-        pieces = [f"{coefficients[0]:.4g}"]
+        pieces = [f"{coefficients[0]:.4g}"] if constant_shown or not self.bases else []
         for coefficient, basis in zip(coefficients[1:], self.bases, strict=True):
             pieces.append(f"{coefficient:.4g} * " + " * ".join(t.text() for t in basis))
         return " + ".join(pieces).replace("+ -", "- ")
@@ -275,7 +283,17 @@ class SeriesFit:
 
     @property
     def function(self) -> str:
-        return self.hypothesis.text(self.coefficients)
+        """The function as a formula, without a constant that is rounding: below
+        NEGLIGIBLE_CONSTANT of the function's value where every variable is at its largest
+        measured value (an exact fit of 1 * p^2 * log2(p) leaves -9.019e-15 + ...)."""
+        hypothesis, coefficients = self.hypothesis, self.coefficients
+        if hypothesis.form != "linear" or not hypothesis.bases or \
+                not self.variables <= set(self.domain):   # (an MPI operation's call count)
+            return hypothesis.text(coefficients)
+        largest = {name: np.array([high]) for name, (_, high) in self.domain.items()}
+        value = float(hypothesis.design(largest)[0] @ coefficients)
+        rounding = abs(coefficients[0]) < NEGLIGIBLE_CONSTANT * abs(value)
+        return hypothesis.text(coefficients, constant_shown=not rounding)
 
     @property
     def variables(self) -> set[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from apmt.fit import SeriesFit, fit_many, fit_series, log_sign_kept, measured_sections
+from apmt.fit import SeriesFit, fit_many, fit_series, log_sign_kept, measured_sections, power_law
 from apmt.fit_table import fit_all
 from apmt.ingest import import_profiles
 from apmt.series import fit_points, points
@@ -25,6 +25,22 @@ def test_exact_function_of_the_family_is_recovered() -> None:
     assert predicted == pytest.approx(3.0 + 2.0 * 1024 * 10, rel=1e-6)
     assert fit.r2 == pytest.approx(1.0)
     assert lower <= predicted <= upper
+
+
+def test_a_formula_leaves_out_what_is_rounding() -> None:
+    """Exact fits leave exponents and constants of 1e-15 behind (Extra-P's own test data:
+    "p^2 * log2(p)^-2.32e-05", "-9.019e-15 + 1 * p^2 * log2(p)", "42 * p^1.75e-16"); the
+    formula shows the function, and a real constant or exponent stays."""
+    p, n = (a.ravel() for a in np.meshgrid(P, [1000.0, 2000.0, 4000.0]))
+    law = power_law(("p", "n"), {"p": p, "n": n})
+    assert law.text(np.array([np.log(42.0), 1.75e-16, 3.22e-16])) == "42"
+    assert law.text(np.array([np.log(0.15), 2.26, -1.21e-15])) == "0.15 * p^2.26"
+    assert law.text(np.array([np.log(0.15), 2.26, 0.01])) == "0.15 * p^2.26 * n^0.01"
+    exact = fit_series({"p": P}, P**2 * np.log2(P))
+    assert exact.function == "1 * p^2 * log2(p)", exact.function
+    assert exact.hypothesis.text(exact.coefficients).endswith(" + 1 * p^2 * log2(p)")
+    offset = fit_series({"p": P}, 5.0 + 0.001 * P)
+    assert offset.function == "5 + 0.001 * p"
 
 
 def test_strong_scaling_with_noise_extrapolates_within_its_interval() -> None:
