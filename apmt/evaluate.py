@@ -4,7 +4,7 @@ The split holds out given points (``p=max`` by default: the largest P), fits eve
 the rest with every method, and records each held-out point's absolute percentage error. For a
 communication table the series are the operations' time per rank, the amounts the model sums
 into its communication time: apmt answers with the model's MPI operations (apmt.comm: calls,
-volume and the Hockney or LogGP time, fitted from the raw table's runs), the baselines with
+volume and the fitted or LogGP time, from the raw table's runs), the baselines with
 their formulas fitted to the same per-rank times.
 
 The output is the ``evaluation`` table documented in apmt.tables.

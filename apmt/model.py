@@ -18,8 +18,8 @@ time and the machine file's clock, apmt.counters; and a machine file):
 Time mode (no instructions, no clock, or asked for): a kernel's time is its own fit, and the
 model says so. Values are per rank, so Eq. 2's division by P is already done.
 
-T_comm is the sum of the operations' models (Hockney or LogGP, apmt.comm) when a
-communication table is given, else
+T_comm is the sum of the operations' models (fitted, Hockney's shape preferred, or LogGP;
+apmt.comm) when a communication table is given, else
 the sum of the fits of the MPI calls found among the kernels. BF_comm is
 (T_mapp - T_mcomp) / T_mcomm from runs that measured the application time (kernel ``<app>``),
 else 1 (the bulk-synchronous case). T_others is the fit of the aggregated kernel.

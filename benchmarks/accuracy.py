@@ -16,7 +16,7 @@ The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper
 its size x: predict x = 2000 from x <= 1000), and LAMMPS profiled here (data/lammps/p1-32,
 cachegrind counters and sampled time per function, and the MPI operations: fit P <= 8, predict
 P = 16 and 32). An MPI operation's series is its time per rank, which apmt predicts as the
-model does (calls, volume and the Hockney or LogGP time, apmt.comm) and the others fit
+model does (calls, volume and the fitted or LogGP time, apmt.comm) and the others fit
 directly. The sets it was not (added after its rules were set, to see whether they generalise):
 RELeARN at four more values of theta, two more LAMMPS inputs and sixteen NPB benchmarks and
 classes profiled here (data/README.md; NPB: fit P <= 8, BT and SP P <= 9, predict 16), and the

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from apmt import comm
-from apmt.comm import Operation, comm_points, fit_operations
+from apmt.comm import Operation, comm_points, fit_operations, hockney_shape
 from apmt.tables import check_table, read_table
 
 LOGGP = {"L": 5e-4, "o": 1e-6, "g": 2.2e-6, "G": 1e-10}      # kink at 1 + (g - o) / G bytes
@@ -78,7 +78,24 @@ def test_hockney_planted_stays_hockney(send: pd.DataFrame) -> None:
     operation = planted(send, 1e-3 + 2e-10 * send["bytes"].to_numpy(), 0.01)
     assert operation.time_model == "hockney"
     assert operation.loggp is not None
-    assert "Hockney taken over LogGP" in operation.describe()
+    assert f"; {operation.time_taken} taken over LogGP" in operation.describe()
+
+
+def test_only_hockneys_shape_is_called_hockney(lammps: pd.DataFrame) -> None:
+    """The time's function is chosen from the family, Hockney's shape preferred, not imposed:
+    on LAMMPS' crowded cores (P <= 8) MPI_Send's is 0.171 - 0.3813 * p^-1 * s^-1, which the
+    model's text must not call Hockney's (it did: "Hockney taken over LogGP")."""
+    operations, _, notes = fit_operations(lammps[lammps["p"] <= 8], ["size"], "lammps")
+    fitted = {o.op: o for o in operations if o.kind == "p2p" and o.time_model == "hockney"
+              and o.loggp is not None}
+    shaped = {op: hockney_shape(o.fits["time"].hypothesis) for op, o in fitted.items()}
+    assert not shaped["MPI_Send"] and any(shaped.values())
+    note = next(n for n in notes if n.startswith("MPI point-to-point time"))
+    for op, operation in fitted.items():
+        said = "Hockney taken over LogGP" in operation.describe()
+        assert said == shaped[op], (op, operation.describe())
+        named = f"{operation.name}: {'Hockney' if shaped[op] else 'a fitted function'}"
+        assert named in note, (named, note)
 
 
 def test_loggp_survives_the_model_file(send: pd.DataFrame) -> None:
