@@ -547,8 +547,7 @@ def latest_law(series: SeriesData) -> tuple[Hypothesis, np.ndarray]:
     """The power law in the primary variable through the series' two largest values of it:
     the trend of its latest step, carried on."""
     top = series.from_level(series.levels[-2])
-    law = power_law((series.primary,), top.values)
-    return law, np.linalg.lstsq(law.design(top.values), np.log(top.y), rcond=None)[0]
+    return _power_law_fit((series.primary,), top.values, top.y)
 
 
 def latest_forecast(series: SeriesData, target: dict[str, np.ndarray]) -> np.ndarray:
@@ -567,9 +566,16 @@ def _power_law_through(variables: tuple[str, ...], values: dict[str, np.ndarray]
                        y: np.ndarray, target: dict[str, np.ndarray]) -> np.ndarray:
     """power_law_forecast of the values ``y`` at ``values``: (n,) for one series, or (n, S)
     for S series measured there, fitted at once (one least squares, S right-hand sides)."""
-    hypothesis = power_law(variables, values)
-    coefficients = np.linalg.lstsq(hypothesis.design(values), np.log(y), rcond=None)[0]
+    hypothesis, coefficients = _power_law_fit(variables, values, y)
     return np.exp(hypothesis.design(target) @ coefficients)
+
+
+def _power_law_fit(variables: tuple[str, ...], values: dict[str, np.ndarray], y: np.ndarray
+                   ) -> tuple[Hypothesis, np.ndarray]:
+    """The power law in the variables through the values ``y`` (least squares in logs) and
+    its coefficients: one column of them per column of ``y``."""
+    hypothesis = power_law(variables, values)
+    return hypothesis, np.linalg.lstsq(hypothesis.design(values), np.log(y), rcond=None)[0]
 
 
 def classic_forecast(series: SeriesData, target: dict[str, np.ndarray]) -> np.ndarray:
