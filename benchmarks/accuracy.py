@@ -9,7 +9,8 @@ hold the measured value and their median width (upper/lower), from one run; then
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
 ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse, Reduce and
-Synch_global, TeaLeaf, the P x size sets, and all but those (--long: every method's).
+Synch_global, TeaLeaf, miniMD, the P x size sets, and all but those (--long: every
+method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -177,7 +178,7 @@ points, 99% inside, median width 19.6; 23.2% with the latest trend turned off: t
 counts, which step up where the ranks start to share the cores and then stay, carried on
 flat); its MPI operations 116% against Extra-P's 24.9% (8 points, 88% inside, median width
 47.3).
-UK-MAC's TeaLeaf came last (IMPLICIT, pooled as "implicit solver"), after a formula left out
+UK-MAC's TeaLeaf came next (IMPLICIT, pooled as "implicit solver"), after a formula left out
 what is rounding, nothing else changed for it: heat conduction on a 2-D grid of 340 x 340
 cells, 10 steps of an implicit solver (CG with a polynomial preconditioner, PPCG: halo
 exchanges and a global reduction at every iteration), P = 1..8 and 16, 32. Its first
@@ -185,6 +186,14 @@ evaluation: 11.0% against the analytic model's 17.5% and the power law's 30.1% (
 inside, median width 3.42; 14.2% with the latest trend turned off); its MPI operations 31.1%
 against Extra-P's 24.5% (14 points, all inside, median width 50.7; 43.0% without the trend);
 its application time 3.0% and 25.4% at P = 16 and 32 against Amdahl's 4.0% and 32.3%.
+Mantevo's miniMD came last (MOLECULAR, pooled as "mini molecular dynamics"), after TeaLeaf,
+nothing changed for it: LAMMPS' kind in a mini-app, the Lennard-Jones melt of 55,296 atoms (24^3
+unit cells), 100 steps, ghost atoms exchanged with the six neighbouring ranks at every step
+(MPI_Sendrecv), P = 1..8 and 16, 32. Its first evaluation: 6.34% against the power law's 9.24%
+and the analytic model's 20.5% (409 points, 96% inside, median width 1.84; 7.88% with the
+latest trend turned off); its MPI operations 28.7% against Extra-P's 13.1% (6 points, all
+inside, median width 30.8); its application time 16.7% and 39.5% at P = 16 and 32 against
+Amdahl's 6.6% and 29.1%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -195,7 +204,7 @@ out of "all". With LAMMPS, also the application's time assembled as the workflow
 from rolling origins (see application()); with every set, the application's time at the
 held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the
 transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse,
-Reduce, Synch_global, TeaLeaf; see
+Reduce, Synch_global, TeaLeaf, miniMD; see
 applications()), next to the baselines fitted to the measured application time. Its first run
 (Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0%
 against 25.5%); reconciled with the measured whole since (apmt.predict._reconciled), 20.9%;
@@ -319,8 +328,13 @@ GLOBAL = {"prk_global": "length"}
 # preconditioner, PPCG: halo exchanges and a global reduction per iteration), strong scaling,
 # fit P <= 8, predict 16 and 32
 IMPLICIT = {"tealeaf": "cells"}
+# and after it, nothing changed for it: Mantevo's miniMD (Lennard-Jones molecular dynamics,
+# LAMMPS' kind in a mini-app: spatial decomposition, half neighbour lists, halo exchanges by
+# MPI_Sendrecv), strong scaling, fit P <= 8, predict 16 and 32
+MOLECULAR = {"minimd": "size"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
-                 **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL, **IMPLICIT}
+                 **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL, **IMPLICIT,
+                 **MOLECULAR}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -533,7 +547,8 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "pipelined wavefront": _with_comm(PIPELINE), "random access": _with_comm(RANDOM_ACCESS),
          "halo stencil": _with_comm(STENCIL), "memory bandwidth": _with_comm(STREAM),
          "sparse gather": _with_comm(SPARSE), "weak reduction": _with_comm(WEAK),
-         "global synchronization": _with_comm(GLOBAL), "implicit solver": _with_comm(IMPLICIT)}
+         "global synchronization": _with_comm(GLOBAL), "implicit solver": _with_comm(IMPLICIT),
+         "mini molecular dynamics": _with_comm(MOLECULAR)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
