@@ -13,6 +13,7 @@ two runs share a folder, and that the study's P are P its application accepts
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -49,10 +50,12 @@ FIELDS = tuple(SCHEMA["properties"])
 NAME_PATTERN = re.compile(SCHEMA["properties"]["name"]["pattern"])
 PARAM_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 BACKENDS = tuple(SCHEMA["properties"]["backend"]["enum"])
-RUN_PLACEHOLDERS = ("p", "run_dir")
+GRID_PLACEHOLDERS = ("px", "py", "pz")   # a 3-D process grid of P ranks (process_grid)
+RUN_PLACEHOLDERS = ("p", *GRID_PLACEHOLDERS, "run_dir")
 # parameter names that would collide with the tables' own columns or the placeholders
 RESERVED_PARAMS = frozenset({"p", "rep", "rank", "peer", "kernel", "metric", "value", "unit",
-                             "op", "calls", "bytes", "time", "library", "run_dir"})
+                             "op", "calls", "bytes", "time", "library", "run_dir",
+                             *GRID_PLACEHOLDERS})
 MAX_RUNS = 100_000          # runs of one study: P x parameter values x repetitions
 SHELL_OPERATORS = (";", "&&", "||", "|", "&", ">", "`", "$(")  # "< file" is fine: stdin
 STDIN = "<"
@@ -79,7 +82,26 @@ class Run:
         """What a template may name; whole numbers print without ``.0``. Each fills one
         word as it is (no quoting: no shell reads the words)."""
         values = {name: _plain(value) for name, value in self.params.items()}
-        return {"p": self.p, **values, **self.labels, "run_dir": str(run_dir)}
+        grid = dict(zip(GRID_PLACEHOLDERS, process_grid(self.p), strict=True))
+        return {"p": self.p, **grid, **values, **self.labels, "run_dir": str(run_dir)}
+
+
+@functools.lru_cache(maxsize=256)
+def process_grid(p: int) -> tuple[int, int, int]:
+    """P ranks as a 3-D grid, largest side first, as even as P allows (the least spread
+    between the largest and the smallest side): for codes that take their decomposition on
+    the command line (CoMD's -i -j -k, miniGhost's --npx --npy --npz) and refuse a grid whose
+    product is not P, at every P refinement may propose. MPI_Dims_create's greedy split of
+    the prime factors is not always this even (432 = 12 x 6 x 6 where 9 x 8 x 6 exists)."""
+    divisors = _divisors(p)
+    grids = ((a, b, p // (a * b)) for a in divisors for b in divisors
+             if b <= a and (p // a) % b == 0 and p // (a * b) <= b)
+    return min(grids, key=lambda grid: (grid[0] - grid[2], grid))
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from apmt.collect import rank_exec
 from apmt.collect.extract import extract
@@ -42,7 +44,7 @@ from apmt.collect.runner import (
     run_study,
 )
 from apmt.errors import ApmtError
-from apmt.study import Run, app_command, app_words, load_study
+from apmt.study import Run, app_command, app_words, load_study, process_grid
 from apmt.tables import APP_KERNEL, read_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -263,6 +265,67 @@ def test_expansion_product_names_and_placeholders(tmp_path: Path) -> None:
     line = app_command(study, runs[1], Path("/x/a b"))
     assert line == "app -np 2 -s 2.5 -k 3 '/x/a b'"  # whole numbers without .0, paths quoted
     assert app_words(study, runs[1], Path("/x/a b"))[0][-1] == "/x/a b"   # one word
+
+
+@given(st.integers(1, 5000))
+def test_the_process_grid_is_p_and_as_even_as_p_allows(p: int) -> None:
+    """{px} {py} {pz}: three sides whose product is P, largest first, and no other split of
+    P into three has a smaller spread between its largest and smallest side."""
+    grid = process_grid(p)
+    assert grid[0] * grid[1] * grid[2] == p and grid == tuple(sorted(grid, reverse=True))
+    others = [(a, b, p // (a * b)) for a in range(1, p + 1) if p % a == 0
+              for b in range(1, p // a + 1) if (p // a) % b == 0]
+    assert grid[0] - grid[2] == min(max(other) - min(other) for other in others)
+
+
+def test_the_grid_placeholders_fill_the_command(tmp_path: Path) -> None:
+    study = load_study(study_file(tmp_path, command="app -i {px} -j {py} -k {pz} -n {p}",
+                                  p=[12, 432], params=None))
+    assert [app_command(study, run, tmp_path) for run in study.runs()] == [
+        "app -i 3 -j 2 -k 2 -n 12", "app -i 9 -j 8 -k 6 -n 432"]
+    with pytest.raises(ApmtError, match="parameter 'px' is not a usable name"):
+        load_study(study_file(tmp_path, params={"px": [1]}))
+
+
+GRID_SOURCE = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int size, rank, dims[3], periods[3] = {0, 0, 0};
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 0; i < 3; i++) dims[i] = atoi(argv[i + 1]);
+    if (dims[0] * dims[1] * dims[2] != size) {   /* as CoMD refuses a wrong grid */
+        if (rank == 0) fprintf(stderr, "grid %dx%dx%d is not %d ranks\n", dims[0], dims[1],
+                               dims[2], size);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Comm grid;
+    MPI_Cart_create(MPI_COMM_WORLD, 3, dims, periods, 0, &grid);
+    if (rank == 0) printf("grid %dx%dx%d\n", dims[0], dims[1], dims[2]);
+    MPI_Comm_free(&grid);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@needs_mpi
+def test_a_code_that_takes_its_grid_runs_at_every_p(tmp_path: Path) -> None:
+    """Real MPI runs of a program that, as CoMD does, refuses a process grid whose product
+    is not its number of ranks: {px} {py} {pz} make it run at P = 1, 3, 4 and 6."""
+    (tmp_path / "grid.c").write_text(GRID_SOURCE)
+    subprocess.run(["mpicc", "-O1", "-o", "grid", "grid.c"], cwd=tmp_path, check=True)
+    study = load_study(study_file(tmp_path, command=f"{tmp_path / 'grid'} {{px}} {{py}} {{pz}}",
+                                  p=[1, 3, 4, 6], params=None))
+    runs = run_study(study, tmp_path / "res", [])
+    assert [run.status for run in runs] == ["ok"] * 4
+    printed = [(tmp_path / "res" / "raw" / "s" / run.name / "stdout.log").read_text()
+               for run in study.runs()]
+    assert printed == ["grid 1x1x1\n", "grid 3x1x1\n", "grid 2x2x1\n", "grid 3x2x1\n"]
 
 
 def test_points_with_and_without_p(tmp_path: Path) -> None:
