@@ -9,7 +9,7 @@ hold the measured value and their median width (upper/lower), from one run; then
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
 ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse, Reduce and
-Synch_global, TeaLeaf, miniMD, the P x size sets, and all but those (--long: every
+Synch_global, TeaLeaf, miniMD, CoMD, the P x size sets, and all but those (--long: every
 method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
@@ -186,7 +186,7 @@ evaluation: 11.0% against the analytic model's 17.5% and the power law's 30.1% (
 inside, median width 3.42; 14.2% with the latest trend turned off); its MPI operations 31.1%
 against Extra-P's 24.5% (14 points, all inside, median width 50.7; 43.0% without the trend);
 its application time 3.0% and 25.4% at P = 16 and 32 against Amdahl's 4.0% and 32.3%.
-Mantevo's miniMD came last (MOLECULAR, pooled as "mini molecular dynamics"), after TeaLeaf,
+Mantevo's miniMD came next (MOLECULAR, pooled as "mini molecular dynamics"), after TeaLeaf,
 nothing changed for it: LAMMPS' kind in a mini-app, the Lennard-Jones melt of 55,296 atoms (24^3
 unit cells), 100 steps, ghost atoms exchanged with the six neighbouring ranks at every step
 (MPI_Sendrecv), P = 1..8 and 16, 32. Its first evaluation: 6.34% against the power law's 9.24%
@@ -194,6 +194,13 @@ and the analytic model's 20.5% (409 points, 96% inside, median width 1.84; 7.88%
 latest trend turned off); its MPI operations 28.7% against Extra-P's 13.1% (6 points, all
 inside, median width 30.8); its application time 16.7% and 39.5% at P = 16 and 32 against
 Amdahl's 6.6% and 29.1%.
+The ECP proxy CoMD came last (LINK_CELLS, pooled as "link-cell molecular dynamics"), after
+miniMD and the process-grid placeholders ({px} {py} {pz}, which it needs: it takes its grid as
+-i -j -k), nothing changed for it: the Lennard-Jones melt of 16,384 atoms in link cells, 100
+steps, P = 1..8 and 16, 32. Its first evaluation: 9.75% against the power law's 11.9% and
+Amdahl's 28.0% (348 points, 98% inside, median width 2.70; 9.45% with the latest trend turned
+off); its MPI operations 67.2% against Amdahl's 18.7% (8 points, all inside, median width
+65.2); its application time 4.0% and 19.9% at P = 16 and 32 against Amdahl's 8.4% and 25.8%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -204,7 +211,7 @@ out of "all". With LAMMPS, also the application's time assembled as the workflow
 from rolling origins (see application()); with every set, the application's time at the
 held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the
 transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse,
-Reduce, Synch_global, TeaLeaf, miniMD; see
+Reduce, Synch_global, TeaLeaf, miniMD, CoMD; see
 applications()), next to the baselines fitted to the measured application time. Its first run
 (Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0%
 against 25.5%); reconciled with the measured whole since (apmt.predict._reconciled), 20.9%;
@@ -332,9 +339,13 @@ IMPLICIT = {"tealeaf": "cells"}
 # LAMMPS' kind in a mini-app: spatial decomposition, half neighbour lists, halo exchanges by
 # MPI_Sendrecv), strong scaling, fit P <= 8, predict 16 and 32
 MOLECULAR = {"minimd": "size"}
+# and after it and the process-grid placeholders, nothing changed for it: the ECP proxy CoMD
+# (Lennard-Jones molecular dynamics by link cells, its process grid given as -i -j -k),
+# strong scaling, fit P <= 8, predict 16 and 32
+LINK_CELLS = {"comd": "size"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
                  **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL, **IMPLICIT,
-                 **MOLECULAR}
+                 **MOLECULAR, **LINK_CELLS}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -548,7 +559,8 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "halo stencil": _with_comm(STENCIL), "memory bandwidth": _with_comm(STREAM),
          "sparse gather": _with_comm(SPARSE), "weak reduction": _with_comm(WEAK),
          "global synchronization": _with_comm(GLOBAL), "implicit solver": _with_comm(IMPLICIT),
-         "mini molecular dynamics": _with_comm(MOLECULAR)}
+         "mini molecular dynamics": _with_comm(MOLECULAR),
+         "link-cell molecular dynamics": _with_comm(LINK_CELLS)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
