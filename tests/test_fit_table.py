@@ -765,8 +765,8 @@ def test_real_latest_trends_predict_16_and_32_better(measured_data: Path, folder
     have, and their intervals hold at least 90% of the measured values. TeaLeaf came after the
     rule, as it was: its 116 series that took a trend err 4.3% against 5.9%, 97% inside;
     and miniMD after it: its 42 series 0.28% against 6.5%, all inside; CoMD's 38 series
-    7.6% against 8.8%, all inside, where the last step (P = 6 to 8, grids of 3 x 2 x 1 and
-    2 x 2 x 2) cut ljForce's instructions by only 8%."""
+    7.6% against 8.8%, all inside (its grid changes shape from P = 6 to 8, 3 x 2 x 1 to
+    2 x 2 x 2, and with it each rank's halo: the last step is not always the trend)."""
     series = points(read_table(measured_data / folder / "measurements.csv", "measurements"),
                     [param])
     fitted = fit_all(series[series["p"] <= 8], [param], folder)
