@@ -9,8 +9,8 @@ hold the measured value and their median width (upper/lower), from one run; then
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
 ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse, Reduce and
-Synch_global, TeaLeaf, miniMD, CoMD, the P x size sets, and all but those (--long: every
-method's).
+Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, the P x size sets, and all but those
+(--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -194,13 +194,21 @@ and the analytic model's 20.5% (409 points, 96% inside, median width 1.84; 7.88%
 latest trend turned off); its MPI operations 28.7% against Extra-P's 13.1% (6 points, all
 inside, median width 30.8); its application time 16.7% and 39.5% at P = 16 and 32 against
 Amdahl's 6.6% and 29.1%.
-The ECP proxy CoMD came last (LINK_CELLS, pooled as "link-cell molecular dynamics"), after
+The ECP proxy CoMD came next (LINK_CELLS, pooled as "link-cell molecular dynamics"), after
 miniMD and the process-grid placeholders ({px} {py} {pz}, which it needs: it takes its grid as
 -i -j -k), nothing changed for it: the Lennard-Jones melt of 16,384 atoms in link cells, 100
 steps, P = 1..8 and 16, 32. Its first evaluation: 9.75% against the power law's 11.9% and
 Amdahl's 28.0% (348 points, 98% inside, median width 2.70; 9.45% with the latest trend turned
 off); its MPI operations 67.2% against Amdahl's 18.7% (8 points, all inside, median width
 65.2); its application time 4.0% and 19.9% at P = 16 and 32 against Amdahl's 8.4% and 25.8%.
+LLNL's Quicksilver came last (MONTE_CARLO, pooled as "Monte Carlo transport"), after CoMD,
+nothing changed for it: Monte Carlo neutron transport, CORAL2's Problem 1 with 17,280
+particles on a 12^3 mesh, 10 cycles, particles handed between the ranks' domains (its grid as
+-I -J -K), P = 1..8 and 16, 32. Its first evaluation: 3.93% against the power law's 9.31% and
+the analytic model's 10.1% (760 points, 95% inside, median width 1.54; 4.44% with the latest
+trend turned off); its MPI operations 77.1% against the analytic model's 55.7% (20 points, all
+inside, median width 146; 52.4% without the trend); its application time 14.0% and 42.9% at P
+= 16 and 32 against Amdahl's 14.7% and 42.4%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -211,7 +219,8 @@ out of "all". With LAMMPS, also the application's time assembled as the workflow
 from rolling origins (see application()); with every set, the application's time at the
 held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the
 transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse,
-Reduce, Synch_global, TeaLeaf, miniMD, CoMD; see
+Reduce, Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver;
+see
 applications()), next to the baselines fitted to the measured application time. Its first run
 (Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0%
 against 25.5%); reconciled with the measured whole since (apmt.predict._reconciled), 20.9%;
@@ -343,9 +352,13 @@ MOLECULAR = {"minimd": "size"}
 # (Lennard-Jones molecular dynamics by link cells, its process grid given as -i -j -k),
 # strong scaling, fit P <= 8, predict 16 and 32
 LINK_CELLS = {"comd": "size"}
+# and after it, nothing changed for it: LLNL's Quicksilver (Monte Carlo particle transport on
+# a decomposed mesh, particles handed between domains by MPI_Isend/Irecv, its process grid
+# given as -I -J -K), strong scaling in the particles, fit P <= 8, predict 16 and 32
+MONTE_CARLO = {"quicksilver": "particles"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
                  **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL, **IMPLICIT,
-                 **MOLECULAR, **LINK_CELLS}
+                 **MOLECULAR, **LINK_CELLS, **MONTE_CARLO}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -560,7 +573,8 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "sparse gather": _with_comm(SPARSE), "weak reduction": _with_comm(WEAK),
          "global synchronization": _with_comm(GLOBAL), "implicit solver": _with_comm(IMPLICIT),
          "mini molecular dynamics": _with_comm(MOLECULAR),
-         "link-cell molecular dynamics": _with_comm(LINK_CELLS)}
+         "link-cell molecular dynamics": _with_comm(LINK_CELLS),
+         "Monte Carlo transport": _with_comm(MONTE_CARLO)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:

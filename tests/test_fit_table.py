@@ -756,7 +756,8 @@ def test_a_jump_is_no_latest_trend(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(("folder", "param", "taken", "gain"), [
     ("prk_stencil", "n", 30, 0.2), ("lammps/lj-size0.8-p1-32", "size", 30, 0.3),
     ("prk_p2p", "rows", 30, 0.5), ("pennant", "zones", 50, 0.3), ("tealeaf", "cells", 100, 0.8),
-    ("minimd", "size", 40, 0.2), ("comd", "size", 35, 0.9)])
+    ("minimd", "size", 40, 0.2), ("comd", "size", 35, 0.9),
+    ("quicksilver", "particles", 140, 0.1)])
 def test_real_latest_trends_predict_16_and_32_better(measured_data: Path, folder: str,
                                                      param: str, taken: int, gain: float
                                                      ) -> None:
@@ -766,7 +767,8 @@ def test_real_latest_trends_predict_16_and_32_better(measured_data: Path, folder
     rule, as it was: its 116 series that took a trend err 4.3% against 5.9%, 97% inside;
     and miniMD after it: its 42 series 0.28% against 6.5%, all inside; CoMD's 38 series
     7.6% against 8.8%, all inside (its grid changes shape from P = 6 to 8, 3 x 2 x 1 to
-    2 x 2 x 2, and with it each rank's halo: the last step is not always the trend)."""
+    2 x 2 x 2, and with it each rank's halo: the last step is not always the trend);
+    Quicksilver's 147 series 0.04% against 2.5%, 99% inside."""
     series = points(read_table(measured_data / folder / "measurements.csv", "measurements"),
                     [param])
     fitted = fit_all(series[series["p"] <= 8], [param], folder)
