@@ -53,7 +53,7 @@ CG solvers of the Mantevo project (miniFE in C++ templates). Their first evaluat
 against the analytic model's 8.7% (298 points, 95% inside, median width 1.81), miniFE 7.1%
 against the power law's 13.8% (524; 86%, 1.75); their MPI operations 66.1% and 313% against
 Amdahl's 25.9 and 41.5% (8 and 14 points), miniFE's intervals spanning 1e-131 to 1e129 s.
-Two mends came from them (README, "What the two new applications mended"): perf's and
+Two mends came from them (docs/accuracy.md, "What the two new applications mended"): perf's and
 cachegrind's names of a C++ template made one (miniFE re-extracted: 7.8% against 16.6%, 546
 points, 84%, 1.81), and a backtest's error capped as a fold's (miniFE's MPI operations' widths
 1.3e13). CloverLeaf (Fortran, a 2-D hydrodynamics code) came after those mends, nothing changed

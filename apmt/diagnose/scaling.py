@@ -68,7 +68,7 @@ MINOR_SHARE = 0.01
 # kernels and took a constant CPI as good; above that range the constant is untested
 CPI_DEVIATION_LIMIT = 1e-2
 # a rise or fall of the total below 2% counts as flat: far inside the model's own error
-# (median 6-12% on held-out runs, the README's accuracy table), so no evidence of a trend
+# (median 6-12% on held-out runs, docs/accuracy.md), so no evidence of a trend
 FLAT = 0.02
 # the ranks' sampled time over the cores, as a share of a crowded run's wall time, from which
 # the cores' sharing sets that time. The sampled time misses start-up and what runs before
