@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from apmt.comm import Operation, comm_points, fit_operations, kind_of
+from apmt.comm import NO_VOLUME, Operation, comm_points, fit_operations, kind_of
 from apmt.evaluate import evaluate
 from apmt.fit import Z_INTERVAL
 from apmt.ingest import import_profiles
@@ -40,6 +40,19 @@ def test_collective(op: str) -> None:
 def test_fortran_and_profiling_spellings(op: str, kind: str) -> None:
     """Fortran symbols are lower case (or upper) and may end in underscores."""
     assert kind_of(op) == kind
+
+
+@pytest.mark.parametrize("name", [
+    "Ibcast", "Ireduce", "Iallreduce", "Ialltoall", "Ialltoallv", "Iallgather", "Iallgatherv",
+    "Igather", "Igatherv", "Iscatter", "Iscatterv", "Ireduce_scatter", "Ireduce_scatter_block",
+    "Iscan", "Iexscan", "Ibarrier"])
+def test_nonblocking_collectives(name: str) -> None:
+    """The tracer writes them under their own names (MPI_Iallreduce): collectives in every
+    spelling, and only the barrier without a volume."""
+    for op in (f"MPI_{name}", f"PMPI_{name}", f"mpi_{name.lower()}_", f"pmpi_{name.lower()}__",
+               f"MPI_{name.upper()}"):
+        assert kind_of(op) == "collective"
+    assert bool(NO_VOLUME.search(f"MPI_{name}")) == (name == "Ibarrier")
 
 
 def comm_table(op: str, calls: float, bytes_: np.ndarray, time: np.ndarray) -> pd.DataFrame:

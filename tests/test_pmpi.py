@@ -1,9 +1,10 @@
 """The PMPI tracing library: real MPI programs of known traffic, in every binding, traced.
 
 The programs in tests/mpi_programs/ make the same traffic from C, C++, Fortran (mpif.h,
-``use mpi``, ``use mpi_f08``) and mpi4py (traffic.*), and every other counted call from C and
-``use mpi_f08`` (extras.*); each test runs one with mpirun and compares the traces with the
-exact calls, bytes and peers. The parser's checks run without MPI.
+``use mpi``, ``use mpi_f08``) and mpi4py (traffic.*), every other counted call from C and
+``use mpi_f08`` (extras.*), and every non-blocking collective from C, mpif.h and
+``use mpi_f08`` (nonblocking.*); each test runs one with mpirun and compares the traces with
+the exact calls, bytes and peers. The parser's checks run without MPI.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ COMPILERS = {
     "traffic_f08.f90": ("mpifort",),
     "extras.c": ("mpicc",),
     "extras_f08.f90": ("mpifort",),
+    "nonblocking.c": ("mpicc",),
+    "nonblocking_mpif.f90": ("mpifort", "-fallow-argument-mismatch"),
+    "nonblocking_f08.f90": ("mpifort",),
     "abort.c": ("mpicc",),
 }
 
@@ -208,6 +212,50 @@ def test_every_other_call_is_traced_exactly(program: str, library: Path, compile
     result = run(compiled(program), 3, tmp_path, library)
     assert result.returncode == 0, result.stderr
     assert observed(pmpi.read_traces(tmp_path)) == extras_expected()
+
+
+# ---- the non-blocking collectives, with 3 ranks ------------------------------------------------
+
+
+def nonblocking_expected() -> Expected:
+    """The traffic of tests/mpi_programs/nonblocking.c with 3 ranks (see its comment): each
+    non-blocking collective once under its own name, with the bytes of its blocking form."""
+    expected: Expected = {}
+    for rank in range(3):
+        mine = rank + 1
+        ops = {
+            "MPI_Ibarrier": (1, 0), "MPI_Wait": (2, 0), "MPI_Waitall": (1, 0),
+            "MPI_Iallreduce": (1, 6 * 4),         # in place: the 6 ints of the receive buffer
+            "MPI_Allreduce": (1, 4),              # the blocking one, counted apart
+            "MPI_Ibcast": (1, 7 * 4), "MPI_Ireduce": (1, 5 * 8),
+            "MPI_Ialltoall": (1, 3 * 2 * 8),      # 2 doubles to each of 3 ranks
+            "MPI_Ialltoallv": (1, 3 * mine * 4),  # r+1 ints to each of 3 ranks
+            "MPI_Iallgather": (1, 3 * 8),         # in place: the rank's 3 doubles
+            "MPI_Iallgatherv": (1, mine * 8),
+            "MPI_Igather": (1, 4 * 4),            # the root in place: its own block
+            "MPI_Igatherv": (1, mine * 4),
+            "MPI_Iscatter": (1, 10),
+            "MPI_Iscatterv": (1, mine * 4),       # the root in place: its own block
+            "MPI_Ireduce_scatter": (1, (1 + 2 + 3) * 8),
+            "MPI_Ireduce_scatter_block": (1, 3 * 2 * 4),
+            "MPI_Iscan": (1, 3 * 4), "MPI_Iexscan": (1, 2 * 8),
+        }
+        expected.update({(rank, op, -1): value for op, value in ops.items()})
+    return expected
+
+
+@needs_mpi
+@pytest.mark.parametrize("program", ["nonblocking.c", "nonblocking_mpif.f90",
+                                     "nonblocking_f08.f90"])
+def test_every_nonblocking_collective_is_traced_exactly(program: str, library: Path, compiled,
+                                                        tmp_path: Path) -> None:
+    """The call that starts a non-blocking collective is counted with its bytes (not its
+    completion, which is the waits'), under its own name."""
+    result = run(compiled(program), 3, tmp_path, library)
+    assert result.returncode == 0, result.stderr
+    table = pmpi.read_traces(tmp_path)
+    assert observed(table) == nonblocking_expected()
+    assert (table["time"] > 0).all()
 
 
 # ---- runs that write nothing, or not everything ------------------------------------------------

@@ -15,6 +15,9 @@ Peers are MPI_COMM_WORLD ranks; -1 means none (collectives, waits, tests), -2 an
 MPI_ANY_SOURCE the library could not resolve (MPI_Irecv), -3 MPI_PROC_NULL. Bytes are the
 message sizes for point-to-point calls (MPI_Recv: what arrived; MPI_Irecv: the posted count)
 and the rank's send volume for collectives (per operation in ``apmt/pmpi/collectives.c``).
+Non-blocking calls, point-to-point and collective (MPI_Isend, MPI_Iallreduce, ...), have
+their own names, their bytes and the time of the call that starts them; the time spent
+completing them goes to the waits and tests.
 The file is renamed into place when complete, so a rank that never reaches MPI_Finalize
 (a crash, MPI_Abort, a time limit) leaves none: ``missing_ranks`` names those ranks, and
 ``read_traces`` refuses a run that lacks some.

@@ -4,6 +4,9 @@
  * mpi_send_, ..., mpi_send_f08_) and forwards each call to the MPI library's profiling entry
  * (PMPI_Send, pmpi_send_, pmpi_send_f08_), counting per (operation, peer) the calls, the bytes
  * and the seconds spent. At MPI_Finalize each rank writes $APMT_PMPI_DIR/pmpi.<rank>.tsv.
+ * Non-blocking calls (MPI_Isend, MPI_Iallreduce, ...) count their bytes and the time of the
+ * call that starts them under their own name; the time spent completing them goes to the
+ * MPI_Wait* and MPI_Test* calls.
  * Without APMT_PMPI_DIR the wrappers only forward: nothing is counted or written.
  */
 #ifndef APMT_PMPI_H
@@ -24,7 +27,10 @@
     X(Probe) X(Iprobe)                                                                      \
     X(Bcast) X(Reduce) X(Allreduce) X(Alltoall) X(Alltoallv) X(Allgather) X(Allgatherv)     \
     X(Gather) X(Gatherv) X(Scatter) X(Scatterv) X(Reduce_scatter) X(Reduce_scatter_block)   \
-    X(Scan) X(Exscan) X(Barrier)
+    X(Scan) X(Exscan) X(Barrier)                                                            \
+    X(Ibcast) X(Ireduce) X(Iallreduce) X(Ialltoall) X(Ialltoallv) X(Iallgather)             \
+    X(Iallgatherv) X(Igather) X(Igatherv) X(Iscatter) X(Iscatterv) X(Ireduce_scatter)       \
+    X(Ireduce_scatter_block) X(Iscan) X(Iexscan) X(Ibarrier)
 
 enum apmt_op {
 #define APMT_ENUM(name) OP_##name,
@@ -82,31 +88,34 @@ void apmt_p2p(enum apmt_op op, MPI_Comm comm, int peer, int64_t count, MPI_Datat
 void apmt_received(enum apmt_op op, MPI_Comm comm, int source, const MPI_Status *status,
                    int64_t count, MPI_Datatype type, double start);
 
-/* Count a collective call (collectives.c). The bytes are the calling rank's send volume,
- * as each function documents; in_place says the send (for scatters, the receive) buffer was
- * MPI_IN_PLACE, whose count and type arguments are then not significant. */
-void apmt_bcast(int count, MPI_Datatype type, double start);
+/* Count a collective call as op (collectives.c): the blocking operation (OP_Bcast) or its
+ * non-blocking form (OP_Ibcast), whose bytes are the same and counted at the call that starts
+ * it. The bytes are the calling rank's send volume, as each function documents; in_place says
+ * the send (for scatters, the receive) buffer was MPI_IN_PLACE, whose count and type
+ * arguments are then not significant. */
+void apmt_bcast(enum apmt_op op, int count, MPI_Datatype type, double start);
 void apmt_reduction(enum apmt_op op, int count, MPI_Datatype type, double start);
-void apmt_reduce_scatter(const int *recvcounts, MPI_Datatype type, MPI_Comm comm,
-                         double start);
-void apmt_reduce_scatter_block(int recvcount, MPI_Datatype type, MPI_Comm comm, double start);
-void apmt_alltoall(int in_place, int sendcount, MPI_Datatype sendtype, int recvcount,
-                   MPI_Datatype recvtype, MPI_Comm comm, double start);
-void apmt_alltoallv(int in_place, const int *sendcounts, MPI_Datatype sendtype,
+void apmt_reduce_scatter(enum apmt_op op, const int *recvcounts, MPI_Datatype type,
+                         MPI_Comm comm, double start);
+void apmt_reduce_scatter_block(enum apmt_op op, int recvcount, MPI_Datatype type, MPI_Comm comm,
+                               double start);
+void apmt_alltoall(enum apmt_op op, int in_place, int sendcount, MPI_Datatype sendtype,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, double start);
+void apmt_alltoallv(enum apmt_op op, int in_place, const int *sendcounts, MPI_Datatype sendtype,
                     const int *recvcounts, MPI_Datatype recvtype, MPI_Comm comm, double start);
-void apmt_allgather(int in_place, int sendcount, MPI_Datatype sendtype, int recvcount,
-                    MPI_Datatype recvtype, double start);
-void apmt_allgatherv(int in_place, int sendcount, MPI_Datatype sendtype, const int *recvcounts,
-                     MPI_Datatype recvtype, MPI_Comm comm, double start);
-void apmt_gather(int in_place, int sendcount, MPI_Datatype sendtype, int recvcount,
-                 MPI_Datatype recvtype, double start);
-void apmt_gatherv(int in_place, int sendcount, MPI_Datatype sendtype, const int *recvcounts,
-                  MPI_Datatype recvtype, int root, double start);
-void apmt_scatter(int in_place, int sendcount, MPI_Datatype sendtype, int recvcount,
-                  MPI_Datatype recvtype, double start);
-void apmt_scatterv(int in_place, const int *sendcounts, MPI_Datatype sendtype, int recvcount,
-                   MPI_Datatype recvtype, int root, double start);
-void apmt_barrier(double start);
+void apmt_allgather(enum apmt_op op, int in_place, int sendcount, MPI_Datatype sendtype,
+                    int recvcount, MPI_Datatype recvtype, double start);
+void apmt_allgatherv(enum apmt_op op, int in_place, int sendcount, MPI_Datatype sendtype,
+                     const int *recvcounts, MPI_Datatype recvtype, MPI_Comm comm, double start);
+void apmt_gather(enum apmt_op op, int in_place, int sendcount, MPI_Datatype sendtype,
+                 int recvcount, MPI_Datatype recvtype, double start);
+void apmt_gatherv(enum apmt_op op, int in_place, int sendcount, MPI_Datatype sendtype,
+                  const int *recvcounts, MPI_Datatype recvtype, int root, double start);
+void apmt_scatter(enum apmt_op op, int in_place, int sendcount, MPI_Datatype sendtype,
+                  int recvcount, MPI_Datatype recvtype, double start);
+void apmt_scatterv(enum apmt_op op, int in_place, const int *sendcounts, MPI_Datatype sendtype,
+                   int recvcount, MPI_Datatype recvtype, int root, double start);
+void apmt_barrier(enum apmt_op op, double start);
 
 #pragma GCC visibility pop
 

@@ -9,6 +9,11 @@
  * MPI_Irecv: the posted count, since the size is known only at the wait). Peers: the
  * destination of a send, the source of a receive (MPI_ANY_SOURCE resolved from the status
  * where there is one), as MPI_COMM_WORLD ranks. Waits and tests: calls and time only.
+ *
+ * Collectives, blocking and non-blocking (MPI_Bcast and MPI_Ibcast, ...): bytes as in
+ * collectives.c, no peer. A non-blocking call (point-to-point or collective) is counted with
+ * the time of the call that starts it; the time spent completing it goes to the MPI_Wait*
+ * and MPI_Test* calls.
  */
 #include "apmt_pmpi.h"
 
@@ -209,163 +214,120 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
     return err;
 }
 
-/* ---- collectives (bytes: see collectives.c) ---------------------------------------------- */
+/* ---- collectives, blocking and non-blocking (bytes: see collectives.c) ------------------- */
 
-int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Bcast(buf, count, type, root, comm);
-    if (TRACED(err))
-        apmt_bcast(count, type, start);
-    return err;
-}
+/* A collective's wrapper: CALL timed and, when it succeeded, COUNT run with `operation` the
+ * operation it counts. */
+#define COLLECTIVE(which, call, count)                                                       \
+    double start = apmt_now();                                                               \
+    int err = call;                                                                          \
+    if (TRACED(err)) {                                                                       \
+        enum apmt_op operation = which;                                                      \
+        count;                                                                               \
+    }                                                                                        \
+    return err
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-               int root, MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
-    if (TRACED(err))
-        apmt_reduction(OP_Reduce, count, type, start);
-    return err;
-}
-
-#define REDUCTION(Name)                                                                      \
-    int MPI_##Name(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,        \
-                   MPI_Op op, MPI_Comm comm)                                                 \
+/* MPI_<Name>(PARAMS) and its non-blocking form MPI_<IName>(PARAMS, request), both counted by
+ * COUNT (as OP_<Name> and OP_<IName>); ARGS passes PARAMS on. */
+#define COLLECTIVES(Name, IName, PARAMS, ARGS, COUNT)                                        \
+    int MPI_##Name(PARAMS)                                                                   \
     {                                                                                        \
-        double start = apmt_now();                                                           \
-        int err = PMPI_##Name(sendbuf, recvbuf, count, type, op, comm);                      \
-        if (TRACED(err))                                                                     \
-            apmt_reduction(OP_##Name, count, type, start);                                   \
-        return err;                                                                          \
+        COLLECTIVE(OP_##Name, PMPI_##Name(ARGS), COUNT);                                     \
+    }                                                                                        \
+    int MPI_##IName(PARAMS, MPI_Request *request)                                            \
+    {                                                                                        \
+        COLLECTIVE(OP_##IName, PMPI_##IName(ARGS, request), COUNT);                          \
     }
 
-REDUCTION(Allreduce)
-REDUCTION(Scan)
-REDUCTION(Exscan)
+COLLECTIVES(Barrier, Ibarrier, MPI_Comm comm, comm, apmt_barrier(operation, start))
 
-int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                       MPI_Datatype type, MPI_Op op, MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
-    if (TRACED(err))
-        apmt_reduce_scatter(recvcounts, type, comm, start);
-    return err;
-}
+#define BCAST_PARAMS void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm
+#define BCAST_ARGS buf, count, type, root, comm
+COLLECTIVES(Bcast, Ibcast, BCAST_PARAMS, BCAST_ARGS, apmt_bcast(operation, count, type, start))
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                             MPI_Datatype type, MPI_Op op, MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
-    if (TRACED(err))
-        apmt_reduce_scatter_block(recvcount, type, comm, start);
-    return err;
-}
+#define REDUCE_PARAMS                                                                        \
+    const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,   \
+        MPI_Comm comm
+#define REDUCE_ARGS sendbuf, recvbuf, count, type, op, root, comm
+COLLECTIVES(Reduce, Ireduce, REDUCE_PARAMS, REDUCE_ARGS,
+            apmt_reduction(operation, count, type, start))
 
-int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (TRACED(err))
-        apmt_alltoall(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype, comm,
-                      start);
-    return err;
-}
+#define ALLREDUCE_PARAMS                                                                     \
+    const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm
+#define ALLREDUCE_ARGS sendbuf, recvbuf, count, type, op, comm
+COLLECTIVES(Allreduce, Iallreduce, ALLREDUCE_PARAMS, ALLREDUCE_ARGS,
+            apmt_reduction(operation, count, type, start))
+COLLECTIVES(Scan, Iscan, ALLREDUCE_PARAMS, ALLREDUCE_ARGS,
+            apmt_reduction(operation, count, type, start))
+COLLECTIVES(Exscan, Iexscan, ALLREDUCE_PARAMS, ALLREDUCE_ARGS,
+            apmt_reduction(operation, count, type, start))
+/* MPI_Reduce_scatter_block: the same parameters, with recvcount in place of count */
+COLLECTIVES(Reduce_scatter_block, Ireduce_scatter_block, ALLREDUCE_PARAMS, ALLREDUCE_ARGS,
+            apmt_reduce_scatter_block(operation, count, type, comm, start))
 
-int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                             rdispls, recvtype, comm);
-    if (TRACED(err))
-        apmt_alltoallv(sendbuf == MPI_IN_PLACE, sendcounts, sendtype, recvcounts, recvtype,
-                       comm, start);
-    return err;
-}
+#define REDUCE_SCATTER_PARAMS                                                                \
+    const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype type,           \
+        MPI_Op op, MPI_Comm comm
+#define REDUCE_SCATTER_ARGS sendbuf, recvbuf, recvcounts, type, op, comm
+COLLECTIVES(Reduce_scatter, Ireduce_scatter, REDUCE_SCATTER_PARAMS, REDUCE_SCATTER_ARGS,
+            apmt_reduce_scatter(operation, recvcounts, type, comm, start))
 
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    if (TRACED(err))
-        apmt_allgather(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype,
-                       start);
-    return err;
-}
+#define ALLTOALL_PARAMS                                                                      \
+    const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, \
+        MPI_Datatype recvtype, MPI_Comm comm
+#define ALLTOALL_ARGS sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm
+COLLECTIVES(Alltoall, Ialltoall, ALLTOALL_PARAMS, ALLTOALL_ARGS,
+            apmt_alltoall(operation, sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount,
+                          recvtype, comm, start))
+COLLECTIVES(Allgather, Iallgather, ALLTOALL_PARAMS, ALLTOALL_ARGS,
+            apmt_allgather(operation, sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount,
+                           recvtype, start))
 
-int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                   MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-                              recvtype, comm);
-    if (TRACED(err))
-        apmt_allgatherv(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcounts, recvtype,
-                        comm, start);
-    return err;
-}
+#define ALLTOALLV_PARAMS                                                                     \
+    const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, \
+        void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,   \
+        MPI_Comm comm
+#define ALLTOALLV_ARGS                                                                       \
+    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm
+COLLECTIVES(Alltoallv, Ialltoallv, ALLTOALLV_PARAMS, ALLTOALLV_ARGS,
+            apmt_alltoallv(operation, sendbuf == MPI_IN_PLACE, sendcounts, sendtype, recvcounts,
+                           recvtype, comm, start))
 
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                          comm);
-    if (TRACED(err))
-        apmt_gather(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype, start);
-    return err;
-}
+#define ALLGATHERV_PARAMS                                                                    \
+    const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,                \
+        const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm
+#define ALLGATHERV_ARGS                                                                      \
+    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm
+COLLECTIVES(Allgatherv, Iallgatherv, ALLGATHERV_PARAMS, ALLGATHERV_ARGS,
+            apmt_allgatherv(operation, sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcounts,
+                            recvtype, comm, start))
 
-int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-                           recvtype, root, comm);
-    if (TRACED(err))
-        apmt_gatherv(sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcounts, recvtype, root,
-                     start);
-    return err;
-}
+#define GATHER_PARAMS                                                                        \
+    const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, \
+        MPI_Datatype recvtype, int root, MPI_Comm comm
+#define GATHER_ARGS sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm
+COLLECTIVES(Gather, Igather, GATHER_PARAMS, GATHER_ARGS,
+            apmt_gather(operation, sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount,
+                        recvtype, start))
+COLLECTIVES(Scatter, Iscatter, GATHER_PARAMS, GATHER_ARGS,
+            apmt_scatter(operation, recvbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount,
+                         recvtype, start))
 
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                           comm);
-    if (TRACED(err))
-        apmt_scatter(recvbuf == MPI_IN_PLACE, sendcount, sendtype, recvcount, recvtype, start);
-    return err;
-}
+#define GATHERV_PARAMS                                                                       \
+    const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,                \
+        const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,         \
+        MPI_Comm comm
+#define GATHERV_ARGS                                                                         \
+    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm
+COLLECTIVES(Gatherv, Igatherv, GATHERV_PARAMS, GATHERV_ARGS,
+            apmt_gatherv(operation, sendbuf == MPI_IN_PLACE, sendcount, sendtype, recvcounts,
+                         recvtype, root, start))
 
-int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                 int root, MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
-                            recvtype, root, comm);
-    if (TRACED(err))
-        apmt_scatterv(recvbuf == MPI_IN_PLACE, sendcounts, sendtype, recvcount, recvtype, root,
-                      start);
-    return err;
-}
-
-int MPI_Barrier(MPI_Comm comm)
-{
-    double start = apmt_now();
-    int err = PMPI_Barrier(comm);
-    if (TRACED(err))
-        apmt_barrier(start);
-    return err;
-}
+#define SCATTERV_PARAMS                                                                      \
+    const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,  \
+        void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm
+#define SCATTERV_ARGS                                                                        \
+    sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm
+COLLECTIVES(Scatterv, Iscatterv, SCATTERV_PARAMS, SCATTERV_ARGS,
+            apmt_scatterv(operation, recvbuf == MPI_IN_PLACE, sendcounts, sendtype, recvcount,
+                          recvtype, root, start))

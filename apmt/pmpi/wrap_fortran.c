@@ -12,12 +12,16 @@
  * arrays, 1-based indices) exactly as the unwrapped call would. The wrapper itself only reads
  * the integer arguments it counts and converts the handles it needs with PMPI_*_f2c.
  *
- * mpi_f08: Open MPI 4.1 passes TYPE(MPI_Comm) and the other handle types by reference as a
- * struct holding one INTEGER, TYPE(MPI_Status) with the layout of an INTEGER status array,
- * choice buffers as plain addresses, and ierror as an optional argument (a null pointer when
- * absent): so an f08 entry has the same C signature as the mpif.h one. The pmpi_*_f08_
- * entries are weak references: they are only called from mpi_*_f08_, which only a program
- * linked with the f08 library calls.
+ * Collectives are wrapped blocking and non-blocking (mpi_bcast_ and mpi_ibcast_, ...): a
+ * non-blocking one takes the blocking one's arguments with a request before ierr, and is
+ * counted as in wrap_c.c (bytes and the time of the call that starts it).
+ *
+ * mpi_f08: Open MPI 4.1 passes TYPE(MPI_Comm), TYPE(MPI_Request) and the other handle types
+ * by reference as a struct holding one INTEGER, TYPE(MPI_Status) with the layout of an
+ * INTEGER status array, choice buffers as plain addresses, and ierror as an optional argument
+ * (a null pointer when absent): so an f08 entry has the same C signature as the mpif.h one.
+ * The pmpi_*_f08_ entries are weak references: they are only called from mpi_*_f08_, which
+ * only a program linked with the f08 library calls.
  */
 #include "apmt_pmpi.h"
 
@@ -333,137 +337,131 @@ typedef void testany_fn(TESTANY_PARAMS);
 ENTRIES(testany, TESTANY, testany_fn, TESTANY_PARAMS,
         COUNTED(OP_Testany, pmpi(count, requests, index, flag, status, ierr)))
 
-/* ---- collectives (bytes: see collectives.c) ---------------------------------------------- */
+/* ---- collectives, blocking and non-blocking (bytes: see collectives.c) ------------------- */
 
-/* Run a collective's CALL and, when it succeeded, COUNT it. */
-#define COLLECTIVE(call, count)                                                              \
+/* Run a collective's CALL and, when it succeeded, COUNT it, with `operation` the operation
+ * it counts. */
+#define COLLECTIVE(which, call, count)                                                       \
     do {                                                                                     \
         OPTIONAL_IERROR(ierr);                                                               \
         double start = apmt_now();                                                           \
         call;                                                                                \
-        if (TRACED(ierr))                                                                    \
+        if (TRACED(ierr)) {                                                                  \
+            enum apmt_op operation = which;                                                  \
             count;                                                                           \
+        }                                                                                    \
     } while (0)
 
-#define BARRIER_PARAMS const F *comm, F *ierr
-typedef void barrier_fn(BARRIER_PARAMS);
-ENTRIES(barrier, BARRIER, barrier_fn, BARRIER_PARAMS,
-        COLLECTIVE(pmpi(comm, ierr), apmt_barrier(start)))
+/* A blocking collective's parameters: its HEAD, then ierr; its non-blocking form's: the same
+ * HEAD, then the request (INTEGER, or TYPE(MPI_Request) holding one), then ierr. */
+#define BLOCKING(...) __VA_ARGS__, F *ierr
+#define NONBLOCKING(...) __VA_ARGS__, F *request, F *ierr
 
-#define BCAST_PARAMS void *buf, const F *count, const F *type, const F *root, const F *comm, F *ierr
-typedef void bcast_fn(BCAST_PARAMS);
-ENTRIES(bcast, BCAST, bcast_fn, BCAST_PARAMS,
-        COLLECTIVE(pmpi(buf, count, type, root, comm, ierr),
-                   apmt_bcast(*count, PMPI_Type_f2c(*type), start)))
+/* The entries of a blocking collective (lower, UPPER) and of its non-blocking form (i<lower>,
+ * I<UPPER>), whose parameters begin with HEAD (passed on as ARGS), both counted by COUNT
+ * (as OP_<Name> and OP_<IName>). */
+#define COLLECTIVES(lower, UPPER, Name, IName, HEAD, ARGS, COUNT)                            \
+    typedef void lower##_fn(BLOCKING(HEAD));                                                 \
+    typedef void i##lower##_fn(NONBLOCKING(HEAD));                                           \
+    ENTRIES(lower, UPPER, lower##_fn, BLOCKING(HEAD),                                        \
+            COLLECTIVE(OP_##Name, pmpi(ARGS, ierr), COUNT))                                  \
+    ENTRIES(i##lower, I##UPPER, i##lower##_fn, NONBLOCKING(HEAD),                            \
+            COLLECTIVE(OP_##IName, pmpi(ARGS, request, ierr), COUNT))
 
-#define REDUCE_PARAMS                                                                        \
-    const void *sendbuf, void *recvbuf, const F *count, const F *type, const F *op,         \
-        const F *root, const F *comm, F *ierr
-typedef void reduce_fn(REDUCE_PARAMS);
-ENTRIES(reduce, REDUCE, reduce_fn, REDUCE_PARAMS,
-        COLLECTIVE(pmpi(sendbuf, recvbuf, count, type, op, root, comm, ierr),
-                   apmt_reduction(OP_Reduce, *count, PMPI_Type_f2c(*type), start)))
+COLLECTIVES(barrier, BARRIER, Barrier, Ibarrier, const F *comm, comm,
+            apmt_barrier(operation, start))
 
-#define ALLREDUCE_PARAMS                                                                     \
-    const void *sendbuf, void *recvbuf, const F *count, const F *type, const F *op,         \
-        const F *comm, F *ierr
-#define ALLREDUCE_ARGS sendbuf, recvbuf, count, type, op, comm, ierr
-typedef void allreduce_fn(ALLREDUCE_PARAMS);
-ENTRIES(allreduce, ALLREDUCE, allreduce_fn, ALLREDUCE_PARAMS,
-        COLLECTIVE(pmpi(ALLREDUCE_ARGS),
-                   apmt_reduction(OP_Allreduce, *count, PMPI_Type_f2c(*type), start)))
-ENTRIES(scan, SCAN, allreduce_fn, ALLREDUCE_PARAMS,
-        COLLECTIVE(pmpi(ALLREDUCE_ARGS),
-                   apmt_reduction(OP_Scan, *count, PMPI_Type_f2c(*type), start)))
-ENTRIES(exscan, EXSCAN, allreduce_fn, ALLREDUCE_PARAMS,
-        COLLECTIVE(pmpi(ALLREDUCE_ARGS),
-                   apmt_reduction(OP_Exscan, *count, PMPI_Type_f2c(*type), start)))
-/* MPI_Reduce_scatter_block: the same signature, with recvcount in place of count */
-ENTRIES(reduce_scatter_block, REDUCE_SCATTER_BLOCK, allreduce_fn, ALLREDUCE_PARAMS,
-        COLLECTIVE(pmpi(ALLREDUCE_ARGS),
-                   apmt_reduce_scatter_block(*count, PMPI_Type_f2c(*type),
-                                             PMPI_Comm_f2c(*comm), start)))
+#define BCAST_HEAD void *buf, const F *count, const F *type, const F *root, const F *comm
+#define BCAST_ARGS buf, count, type, root, comm
+COLLECTIVES(bcast, BCAST, Bcast, Ibcast, BCAST_HEAD, BCAST_ARGS,
+            apmt_bcast(operation, *count, PMPI_Type_f2c(*type), start))
 
-#define REDUCE_SCATTER_PARAMS                                                                \
-    const void *sendbuf, void *recvbuf, const F *recvcounts, const F *type, const F *op,    \
-        const F *comm, F *ierr
-typedef void reduce_scatter_fn(REDUCE_SCATTER_PARAMS);
-ENTRIES(reduce_scatter, REDUCE_SCATTER, reduce_scatter_fn, REDUCE_SCATTER_PARAMS,
-        COLLECTIVE(pmpi(sendbuf, recvbuf, recvcounts, type, op, comm, ierr),
-                   apmt_reduce_scatter(recvcounts, PMPI_Type_f2c(*type), PMPI_Comm_f2c(*comm),
-                                       start)))
+#define REDUCE_HEAD                                                                          \
+    const void *sendbuf, void *recvbuf, const F *count, const F *type, const F *op,          \
+        const F *root, const F *comm
+#define REDUCE_ARGS sendbuf, recvbuf, count, type, op, root, comm
+COLLECTIVES(reduce, REDUCE, Reduce, Ireduce, REDUCE_HEAD, REDUCE_ARGS,
+            apmt_reduction(operation, *count, PMPI_Type_f2c(*type), start))
 
-#define ALLTOALL_PARAMS                                                                      \
-    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,              \
-        const F *recvcount, const F *recvtype, const F *comm, F *ierr
-#define ALLTOALL_ARGS sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr
-typedef void alltoall_fn(ALLTOALL_PARAMS);
-ENTRIES(alltoall, ALLTOALL, alltoall_fn, ALLTOALL_PARAMS,
-        COLLECTIVE(pmpi(ALLTOALL_ARGS),
-                   apmt_alltoall(in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
-                                 *recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm),
-                                 start)))
-ENTRIES(allgather, ALLGATHER, alltoall_fn, ALLTOALL_PARAMS,
-        COLLECTIVE(pmpi(ALLTOALL_ARGS),
-                   apmt_allgather(in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
-                                  *recvcount, PMPI_Type_f2c(*recvtype), start)))
+#define ALLREDUCE_HEAD                                                                       \
+    const void *sendbuf, void *recvbuf, const F *count, const F *type, const F *op,          \
+        const F *comm
+#define ALLREDUCE_ARGS sendbuf, recvbuf, count, type, op, comm
+COLLECTIVES(allreduce, ALLREDUCE, Allreduce, Iallreduce, ALLREDUCE_HEAD, ALLREDUCE_ARGS,
+            apmt_reduction(operation, *count, PMPI_Type_f2c(*type), start))
+COLLECTIVES(scan, SCAN, Scan, Iscan, ALLREDUCE_HEAD, ALLREDUCE_ARGS,
+            apmt_reduction(operation, *count, PMPI_Type_f2c(*type), start))
+COLLECTIVES(exscan, EXSCAN, Exscan, Iexscan, ALLREDUCE_HEAD, ALLREDUCE_ARGS,
+            apmt_reduction(operation, *count, PMPI_Type_f2c(*type), start))
+/* MPI_Reduce_scatter_block: the same parameters, with recvcount in place of count */
+COLLECTIVES(reduce_scatter_block, REDUCE_SCATTER_BLOCK, Reduce_scatter_block,
+            Ireduce_scatter_block, ALLREDUCE_HEAD, ALLREDUCE_ARGS,
+            apmt_reduce_scatter_block(operation, *count, PMPI_Type_f2c(*type),
+                                      PMPI_Comm_f2c(*comm), start))
 
-#define ALLTOALLV_PARAMS                                                                     \
-    const void *sendbuf, const F *sendcounts, const F *sdispls, const F *sendtype,          \
-        void *recvbuf, const F *recvcounts, const F *rdispls, const F *recvtype,             \
-        const F *comm, F *ierr
-typedef void alltoallv_fn(ALLTOALLV_PARAMS);
-ENTRIES(alltoallv, ALLTOALLV, alltoallv_fn, ALLTOALLV_PARAMS,
-        COLLECTIVE(pmpi(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                        recvtype, comm, ierr),
-                   apmt_alltoallv(in_place(sendbuf), sendcounts, PMPI_Type_f2c(*sendtype),
-                                  recvcounts, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm),
-                                  start)))
+#define REDUCE_SCATTER_HEAD                                                                  \
+    const void *sendbuf, void *recvbuf, const F *recvcounts, const F *type, const F *op,     \
+        const F *comm
+#define REDUCE_SCATTER_ARGS sendbuf, recvbuf, recvcounts, type, op, comm
+COLLECTIVES(reduce_scatter, REDUCE_SCATTER, Reduce_scatter, Ireduce_scatter,
+            REDUCE_SCATTER_HEAD, REDUCE_SCATTER_ARGS,
+            apmt_reduce_scatter(operation, recvcounts, PMPI_Type_f2c(*type),
+                                PMPI_Comm_f2c(*comm), start))
 
-#define ALLGATHERV_PARAMS                                                                    \
-    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,              \
-        const F *recvcounts, const F *displs, const F *recvtype, const F *comm, F *ierr
-typedef void allgatherv_fn(ALLGATHERV_PARAMS);
-ENTRIES(allgatherv, ALLGATHERV, allgatherv_fn, ALLGATHERV_PARAMS,
-        COLLECTIVE(pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
-                        comm, ierr),
-                   apmt_allgatherv(in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
-                                   recvcounts, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm),
-                                   start)))
+#define ALLTOALL_HEAD                                                                        \
+    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,               \
+        const F *recvcount, const F *recvtype, const F *comm
+#define ALLTOALL_ARGS sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm
+COLLECTIVES(alltoall, ALLTOALL, Alltoall, Ialltoall, ALLTOALL_HEAD, ALLTOALL_ARGS,
+            apmt_alltoall(operation, in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                          *recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm), start))
+COLLECTIVES(allgather, ALLGATHER, Allgather, Iallgather, ALLTOALL_HEAD, ALLTOALL_ARGS,
+            apmt_allgather(operation, in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                           *recvcount, PMPI_Type_f2c(*recvtype), start))
 
-#define GATHER_PARAMS                                                                        \
-    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,              \
-        const F *recvcount, const F *recvtype, const F *root, const F *comm, F *ierr
-#define GATHER_ARGS                                                                          \
-    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierr
-typedef void gather_fn(GATHER_PARAMS);
-ENTRIES(gather, GATHER, gather_fn, GATHER_PARAMS,
-        COLLECTIVE(pmpi(GATHER_ARGS),
-                   apmt_gather(in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
-                               *recvcount, PMPI_Type_f2c(*recvtype), start)))
-ENTRIES(scatter, SCATTER, gather_fn, GATHER_PARAMS,
-        COLLECTIVE(pmpi(GATHER_ARGS),
-                   apmt_scatter(in_place(recvbuf), *sendcount, PMPI_Type_f2c(*sendtype),
-                                *recvcount, PMPI_Type_f2c(*recvtype), start)))
+#define ALLTOALLV_HEAD                                                                       \
+    const void *sendbuf, const F *sendcounts, const F *sdispls, const F *sendtype,           \
+        void *recvbuf, const F *recvcounts, const F *rdispls, const F *recvtype, const F *comm
+#define ALLTOALLV_ARGS                                                                       \
+    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm
+COLLECTIVES(alltoallv, ALLTOALLV, Alltoallv, Ialltoallv, ALLTOALLV_HEAD, ALLTOALLV_ARGS,
+            apmt_alltoallv(operation, in_place(sendbuf), sendcounts, PMPI_Type_f2c(*sendtype),
+                           recvcounts, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm), start))
 
-#define GATHERV_PARAMS                                                                       \
-    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,              \
-        const F *recvcounts, const F *displs, const F *recvtype, const F *root,              \
-        const F *comm, F *ierr
-typedef void gatherv_fn(GATHERV_PARAMS);
-ENTRIES(gatherv, GATHERV, gatherv_fn, GATHERV_PARAMS,
-        COLLECTIVE(pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
-                        root, comm, ierr),
-                   apmt_gatherv(in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
-                                recvcounts, PMPI_Type_f2c(*recvtype), *root, start)))
+#define ALLGATHERV_HEAD                                                                      \
+    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,               \
+        const F *recvcounts, const F *displs, const F *recvtype, const F *comm
+#define ALLGATHERV_ARGS                                                                      \
+    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm
+COLLECTIVES(allgatherv, ALLGATHERV, Allgatherv, Iallgatherv, ALLGATHERV_HEAD, ALLGATHERV_ARGS,
+            apmt_allgatherv(operation, in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                            recvcounts, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm), start))
 
-#define SCATTERV_PARAMS                                                                      \
-    const void *sendbuf, const F *sendcounts, const F *displs, const F *sendtype,           \
-        void *recvbuf, const F *recvcount, const F *recvtype, const F *root, const F *comm,  \
-        F *ierr
-typedef void scatterv_fn(SCATTERV_PARAMS);
-ENTRIES(scatterv, SCATTERV, scatterv_fn, SCATTERV_PARAMS,
-        COLLECTIVE(pmpi(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
-                        root, comm, ierr),
-                   apmt_scatterv(in_place(recvbuf), sendcounts, PMPI_Type_f2c(*sendtype),
-                                 *recvcount, PMPI_Type_f2c(*recvtype), *root, start)))
+#define GATHER_HEAD                                                                          \
+    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,               \
+        const F *recvcount, const F *recvtype, const F *root, const F *comm
+#define GATHER_ARGS sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm
+COLLECTIVES(gather, GATHER, Gather, Igather, GATHER_HEAD, GATHER_ARGS,
+            apmt_gather(operation, in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                        *recvcount, PMPI_Type_f2c(*recvtype), start))
+COLLECTIVES(scatter, SCATTER, Scatter, Iscatter, GATHER_HEAD, GATHER_ARGS,
+            apmt_scatter(operation, in_place(recvbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                         *recvcount, PMPI_Type_f2c(*recvtype), start))
+
+#define GATHERV_HEAD                                                                         \
+    const void *sendbuf, const F *sendcount, const F *sendtype, void *recvbuf,               \
+        const F *recvcounts, const F *displs, const F *recvtype, const F *root, const F *comm
+#define GATHERV_ARGS                                                                         \
+    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm
+COLLECTIVES(gatherv, GATHERV, Gatherv, Igatherv, GATHERV_HEAD, GATHERV_ARGS,
+            apmt_gatherv(operation, in_place(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                         recvcounts, PMPI_Type_f2c(*recvtype), *root, start))
+
+#define SCATTERV_HEAD                                                                        \
+    const void *sendbuf, const F *sendcounts, const F *displs, const F *sendtype,            \
+        void *recvbuf, const F *recvcount, const F *recvtype, const F *root, const F *comm
+#define SCATTERV_ARGS                                                                        \
+    sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm
+COLLECTIVES(scatterv, SCATTERV, Scatterv, Iscatterv, SCATTERV_HEAD, SCATTERV_ARGS,
+            apmt_scatterv(operation, in_place(recvbuf), sendcounts, PMPI_Type_f2c(*sendtype),
+                          *recvcount, PMPI_Type_f2c(*recvtype), *root, start))
