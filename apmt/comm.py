@@ -40,6 +40,7 @@ P2P = re.compile(r"(Send|Recv|Sendrecv|Isend|Irecv|Issend|Ibsend|Irsend|Bsend|Rs
 NO_VOLUME = re.compile(r"(Wait|Test|Probe|Iprobe|Barrier|Win_|Comm_|Init|Finalize)",
                        re.IGNORECASE)
 MPI_PREFIX = re.compile(r"^p?mpi_", re.IGNORECASE)
+F08_SUFFIX = re.compile(r"_f08$", re.IGNORECASE)
 COMM_KEYS = ("op", "library")
 ROLES = ("calls", "volume", "time")
 
@@ -48,10 +49,12 @@ def kind_of(op: str) -> str:
     """``p2p`` for point-to-point transfers and their completions, else ``collective``.
 
     C, PMPI and Fortran spellings alike: Fortran symbols are lower case and may end in
-    underscores (``mpi_send_``, ``pmpi_wait__``), which would hide the name's ending.
+    underscores (``mpi_send_``, ``pmpi_wait__``) and, from the mpi_f08 module, in ``_f08``
+    (``mpi_send_f08_``), which would hide the name's ending. Probes wait for a
+    point-to-point message, as waits and tests complete one.
     """
-    name = MPI_PREFIX.sub("", op).rstrip("_")
-    if P2P.search(name) or re.match(r"(Wait|Test)", name, re.IGNORECASE):
+    name = F08_SUFFIX.sub("", MPI_PREFIX.sub("", op).rstrip("_"))
+    if P2P.search(name) or re.match(r"(Wait|Test|Probe|Iprobe)", name, re.IGNORECASE):
         return "p2p"
     return "collective"
 

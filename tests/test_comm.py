@@ -36,9 +36,13 @@ def test_collective(op: str) -> None:
     ("MPI_SEND", "p2p"), ("mpi_send", "p2p"), ("mpi_send_", "p2p"), ("mpi_isend__", "p2p"),
     ("mpi_wait_", "p2p"), ("pmpi_wait", "p2p"), ("pmpi_send_", "p2p"), ("MPI_WAITALL", "p2p"),
     ("mpi_allreduce_", "collective"), ("MPI_BCAST", "collective"), ("pmpi_barrier_", "collective"),
+    ("mpi_send_f08_", "p2p"), ("mpi_waitall_f08", "p2p"), ("pmpi_recv_f08_", "p2p"),
+    ("mpi_allreduce_f08_", "collective"), ("mpi_iallreduce_f08_", "collective"),
+    ("MPI_Probe", "p2p"), ("MPI_Iprobe", "p2p"), ("mpi_probe_f08_", "p2p"),
 ])
 def test_fortran_and_profiling_spellings(op: str, kind: str) -> None:
-    """Fortran symbols are lower case (or upper) and may end in underscores."""
+    """Fortran symbols are lower case (or upper) and may end in underscores; the mpi_f08
+    module's end in _f08 (mpi_send_f08_). A probe waits for a point-to-point message."""
     assert kind_of(op) == kind
 
 
