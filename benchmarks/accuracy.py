@@ -9,7 +9,7 @@ hold the measured value and their median width (upper/lower), from one run; then
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
 ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse, Reduce and
-Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, the P x size sets, and all but those
+Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, the P x size sets, and all but those
 (--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
@@ -201,7 +201,7 @@ steps, P = 1..8 and 16, 32. Its first evaluation: 9.75% against the power law's 
 Amdahl's 28.0% (348 points, 98% inside, median width 2.70; 9.45% with the latest trend turned
 off); its MPI operations 67.2% against Amdahl's 18.7% (8 points, all inside, median width
 65.2); its application time 4.0% and 19.9% at P = 16 and 32 against Amdahl's 8.4% and 25.8%.
-LLNL's Quicksilver came last (MONTE_CARLO, pooled as "Monte Carlo transport"), after CoMD,
+LLNL's Quicksilver came next (MONTE_CARLO, pooled as "Monte Carlo transport"), after CoMD,
 nothing changed for it: Monte Carlo neutron transport, CORAL2's Problem 1 with 17,280
 particles on a 12^3 mesh, 10 cycles, particles handed between the ranks' domains (its grid as
 -I -J -K), P = 1..8 and 16, 32. Its first evaluation: 3.93% against the power law's 9.31% and
@@ -209,6 +209,14 @@ the analytic model's 10.1% (760 points, 95% inside, median width 1.54; 4.44% wit
 trend turned off); its MPI operations 77.1% against the analytic model's 55.7% (20 points, all
 inside, median width 146; 52.4% without the trend); its application time 14.0% and 42.9% at P
 = 16 and 32 against Amdahl's 14.7% and 42.4%.
+The ECP proxy miniVite came last (GRAPH_COMMUNITY, pooled as "graph community detection"),
+after Quicksilver, nothing changed for it: one phase of distributed Louvain community
+detection on a random geometric graph of 60,000 vertices it generates itself, P = 1, 2, 4, 8
+(powers of 2 only) and 16, 32. Its first evaluation: 14.3% against the power law's 18.0% and
+the analytic model's 42.6% (212 points, 97% inside, median width 2.36; with 4 P below 16 no
+latest trend is tried); its MPI operations 152% against Extra-P's 36.4% (18 points, all
+inside, median width 550); its application time 45.4% and 66.6% at P = 16 and 32 against the
+analytic model's 0.8% and 13.7%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -219,8 +227,7 @@ out of "all". With LAMMPS, also the application's time assembled as the workflow
 from rolling origins (see application()); with every set, the application's time at the
 held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the
 transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse,
-Reduce, Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver;
-see
+Reduce, Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite; see
 applications()), next to the baselines fitted to the measured application time. Its first run
 (Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0%
 against 25.5%); reconciled with the measured whole since (apmt.predict._reconciled), 20.9%;
@@ -356,9 +363,13 @@ LINK_CELLS = {"comd": "size"}
 # a decomposed mesh, particles handed between domains by MPI_Isend/Irecv, its process grid
 # given as -I -J -K), strong scaling in the particles, fit P <= 8, predict 16 and 32
 MONTE_CARLO = {"quicksilver": "particles"}
+# and after it, nothing changed for it: the ECP proxy miniVite (one phase of distributed
+# Louvain community detection on a random geometric graph it generates itself; P a power of
+# 2), strong scaling in the vertices, fit P <= 8 (1, 2, 4, 8), predict 16 and 32
+GRAPH_COMMUNITY = {"minivite": "vertices"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
                  **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL, **IMPLICIT,
-                 **MOLECULAR, **LINK_CELLS, **MONTE_CARLO}
+                 **MOLECULAR, **LINK_CELLS, **MONTE_CARLO, **GRAPH_COMMUNITY}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -574,7 +585,8 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "global synchronization": _with_comm(GLOBAL), "implicit solver": _with_comm(IMPLICIT),
          "mini molecular dynamics": _with_comm(MOLECULAR),
          "link-cell molecular dynamics": _with_comm(LINK_CELLS),
-         "Monte Carlo transport": _with_comm(MONTE_CARLO)}
+         "Monte Carlo transport": _with_comm(MONTE_CARLO),
+         "graph community detection": _with_comm(GRAPH_COMMUNITY)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
