@@ -28,13 +28,18 @@ MPI_LIBRARY = re.compile(
 TRACER_LIBRARY = "libapmt_pmpi"   # apmt's own PMPI tracer (apmt.collect.pmpi), one of them
 TRACER = f"<{TRACER_LIBRARY}>"     # its kernel, as samplers group it
 # the MPI library's functions the tracer itself calls on every traced call (apmt/pmpi: a
-# message's size, a rank's world rank, a Fortran handle's C one), beside the call it wraps
+# message's size, a rank's world rank, a one-sided target's world rank through its window's
+# group, a neighborhood collective's out-neighbours from its communicator's topology, a
+# Fortran handle's C one), beside the call it wraps
 TRACER_CALLS = frozenset({
     "PMPI_Comm_create_keyval", "PMPI_Comm_get_attr", "PMPI_Comm_group", "PMPI_Comm_rank",
     "PMPI_Comm_remote_group", "PMPI_Comm_remote_size", "PMPI_Comm_set_attr", "PMPI_Comm_size",
     "PMPI_Comm_test_inter", "PMPI_Get_count", "PMPI_Group_free", "PMPI_Group_size",
     "PMPI_Group_translate_ranks", "PMPI_Type_size", "PMPI_Comm_f2c", "PMPI_Type_f2c",
-    "PMPI_Status_f2c"})
+    "PMPI_Status_f2c", "PMPI_Request_f2c", "PMPI_Win_f2c", "PMPI_Op_f2c",
+    "PMPI_Win_create_keyval", "PMPI_Win_get_attr", "PMPI_Win_set_attr", "PMPI_Win_get_group",
+    "PMPI_Topo_test", "PMPI_Cartdim_get", "PMPI_Cart_shift", "PMPI_Graph_neighbors_count",
+    "PMPI_Dist_graph_neighbors_count"})
 TRACER_OWN = frozenset(name.removeprefix("P") for name in TRACER_CALLS)   # as MPI_ spells them
 # the C library's parts, the OS kernel, the shell that starts each rank and the system
 # libraries MPI's helpers load (device and display discovery), as samplers name them grouped

@@ -2,9 +2,11 @@
 
 The programs in tests/mpi_programs/ make the same traffic from C, C++, Fortran (mpif.h,
 ``use mpi``, ``use mpi_f08``) and mpi4py (traffic.*), every other counted call from C and
-``use mpi_f08`` (extras.*), and every non-blocking collective from C, mpif.h and
-``use mpi_f08`` (nonblocking.*); each test runs one with mpirun and compares the traces with
-the exact calls, bytes and peers. The parser's checks run without MPI.
+``use mpi_f08`` (extras.*), every non-blocking collective from C, mpif.h and ``use mpi_f08``
+(nonblocking.*), persistent requests from C, mpif.h and ``use mpi_f08`` (persistent.*),
+one-sided communication from C and ``use mpi_f08`` (onesided.*) and the neighborhood
+collectives from C and mpif.h (neighbors.*); each test runs one with mpirun and compares the
+traces with the exact calls, bytes and peers. The parser's checks run without MPI.
 """
 
 from __future__ import annotations
@@ -70,6 +72,13 @@ COMPILERS = {
     "nonblocking.c": ("mpicc",),
     "nonblocking_mpif.f90": ("mpifort", "-fallow-argument-mismatch"),
     "nonblocking_f08.f90": ("mpifort",),
+    "persistent.c": ("mpicc",),
+    "persistent_mpif.f90": ("mpifort", "-fallow-argument-mismatch"),
+    "persistent_f08.f90": ("mpifort",),
+    "onesided.c": ("mpicc",),
+    "onesided_f08.f90": ("mpifort",),
+    "neighbors.c": ("mpicc",),
+    "neighbors_mpif.f90": ("mpifort", "-fallow-argument-mismatch"),
     "abort.c": ("mpicc",),
 }
 
@@ -256,6 +265,131 @@ def test_every_nonblocking_collective_is_traced_exactly(program: str, library: P
     table = pmpi.read_traces(tmp_path)
     assert observed(table) == nonblocking_expected()
     assert (table["time"] > 0).all()
+
+
+# ---- persistent requests, one-sided communication, neighborhood collectives, with 3 ranks ------
+
+
+def persistent_expected() -> Expected:
+    """The traffic of tests/mpi_programs/persistent.c with 3 ranks (see its comment): each
+    request that MPI_Start or MPI_Startall starts is one call under its init's name, with the
+    request's peer and bytes; nothing under MPI_Start, MPI_Startall or MPI_Request_free."""
+    expected: Expected = {}
+    for rank in range(3):
+        nxt, prev = (rank + 1) % 3, (rank + 2) % 3
+        ops = {
+            # 4 MPI_Start of 100 doubles, then made again and started once: 50 (60) doubles
+            ("MPI_Send_init", nxt): (4 + 1, 4 * 100 * 8 + 50 * 8),
+            ("MPI_Recv_init", prev): (4 + 1, 4 * 100 * 8 + 60 * 8),
+            ("MPI_Send_init", prev): (3, 3 * 20 * 4),      # MPI_Startall 3 times
+            ("MPI_Recv_init", nxt): (3, 3 * 20 * 4),
+            ("MPI_Send_init", -3): (1, 0),                 # MPI_PROC_NULL
+            ("MPI_Waitall", -1): (4 + 3 + 1, 0),
+            ("MPI_Barrier", -1): (1, 0),
+        }
+        ops.update({
+            0: {("MPI_Wait", -1): (2, 0), ("MPI_Rsend_init", 2): (1, 3 * 8),
+                ("MPI_Recv", 1): (1, 4 * 4)},
+            1: {("MPI_Wait", -1): (4, 0),
+                ("MPI_Recv_init", -2): (2, 2 * 10 * 4),    # MPI_ANY_SOURCE: the 10 ints posted
+                ("MPI_Bsend_init", 0): (1, 4 * 4)},
+            2: {("MPI_Wait", -1): (4, 0),
+                ("MPI_Ssend_init", 1): (2, 2 * 5 * 4),     # world 1 is rank 1 of the reversed
+                ("MPI_Recv_init", -2): (1, 3 * 8)},
+        }[rank])
+        expected.update({(rank, op, peer): value for (op, peer), value in ops.items()})
+    return expected
+
+
+@needs_mpi
+@pytest.mark.parametrize("program", ["persistent.c", "persistent_mpif.f90", "persistent_f08.f90"])
+def test_every_start_of_a_persistent_request_is_traced_exactly(program: str, library: Path,
+                                                               compiled, tmp_path: Path) -> None:
+    """A persistent request is counted at each start, with the time of the start call (split
+    over the requests of an MPI_Startall), also where a freed request's handle is reused."""
+    result = run(compiled(program), 3, tmp_path, library)
+    assert result.returncode == 0, result.stderr
+    table = pmpi.read_traces(tmp_path)
+    assert observed(table) == persistent_expected()
+    assert (table["time"] > 0).all()
+
+
+def onesided_expected() -> Expected:
+    """The traffic of tests/mpi_programs/onesided.c with 3 ranks (see its comment), the same on
+    every rank: the origin's bytes with the target as the peer, a world rank though the window
+    is on the ranks reversed; synchronisation with the target as the peer where it names one."""
+    expected: Expected = {}
+    for rank in range(3):
+        nxt, prev = (rank + 1) % 3, (rank + 2) % 3
+        ops = {
+            ("MPI_Win_fence", -1): (2, 0),
+            ("MPI_Put", nxt): (2, 10 * 8 + 4 * 8),         # in the fence and the PSCW epochs
+            ("MPI_Put", -3): (1, 0),                       # MPI_PROC_NULL
+            ("MPI_Get", prev): (1, 6 * 8),
+            ("MPI_Accumulate", nxt): (1, 3 * 8),
+            ("MPI_Win_lock", nxt): (1, 0), ("MPI_Win_unlock", nxt): (1, 0),
+            ("MPI_Get_accumulate", nxt): (2, 4 * 8 + 5 * 8),   # MPI_NO_OP: the 5 doubles read
+            ("MPI_Win_flush", nxt): (1, 0), ("MPI_Win_flush_local", nxt): (1, 0),
+            ("MPI_Fetch_and_op", nxt): (1, 8), ("MPI_Compare_and_swap", nxt): (1, 8),
+            ("MPI_Barrier", -1): (2, 0),
+            ("MPI_Win_lock_all", -1): (1, 0), ("MPI_Win_unlock_all", -1): (1, 0),
+            ("MPI_Rput", prev): (1, 5 * 8), ("MPI_Rget", nxt): (1, 2 * 8),
+            ("MPI_Raccumulate", prev): (1, 8), ("MPI_Rget_accumulate", nxt): (1, 3 * 8),
+            ("MPI_Waitall", -1): (1, 0),
+            ("MPI_Win_flush_all", -1): (1, 0), ("MPI_Win_flush_local_all", -1): (1, 0),
+            ("MPI_Win_sync", -1): (1, 0),
+            ("MPI_Win_post", -1): (1, 0), ("MPI_Win_start", -1): (1, 0),
+            ("MPI_Win_complete", -1): (1, 0), ("MPI_Win_wait", -1): (1, 0),
+        }
+        expected.update({(rank, op, peer): value for (op, peer), value in ops.items()})
+    return expected
+
+
+@needs_mpi
+@pytest.mark.parametrize("program", ["onesided.c", "onesided_f08.f90"])
+def test_every_one_sided_call_is_traced_exactly(program: str, library: Path, compiled,
+                                               tmp_path: Path) -> None:
+    result = run(compiled(program), 3, tmp_path, library)
+    assert result.returncode == 0, result.stderr
+    assert observed(pmpi.read_traces(tmp_path)) == onesided_expected()
+
+
+def neighbors_expected() -> Expected:
+    """The traffic of tests/mpi_programs/neighbors.c with 3 ranks (see its comment): each
+    rank's blocks to its out-neighbours, none to MPI_PROC_NULL."""
+    # the line: rank 0 sends only after it, rank 2 only before it (counts r+1, r+2)
+    line_elements = {0: 2, 1: 2 + 3, 2: 3}
+    line_blocks = {0: 1, 1: 2, 2: 1}
+    # the directed graph: out-degrees 2, 1, 0; alltoallw: 1 int to 1 and 2 doubles to 2 from
+    # rank 0, 3 doubles to 2 from rank 1
+    graph_blocks = {0: 2, 1: 1, 2: 0}
+    alltoallw = {0: 1 * 4 + 2 * 8, 1: 3 * 8, 2: 0}
+    expected: Expected = {}
+    for rank in range(3):
+        ops = {
+            "MPI_Neighbor_allgather": (1, 2 * 2 * 4),
+            "MPI_Neighbor_alltoall": (2, 2 * 3 * 8 + 2 * 5),   # the ring, the triangle
+            "MPI_Ineighbor_alltoall": (1, 2 * 4),
+            "MPI_Neighbor_alltoallv": (1, line_elements[rank] * 4),
+            "MPI_Ineighbor_allgather": (1, line_blocks[rank] * 8),
+            "MPI_Ineighbor_alltoallv": (1, line_elements[rank] * 8),
+            "MPI_Neighbor_allgatherv": (1, graph_blocks[rank] * 4 * 4),
+            "MPI_Ineighbor_allgatherv": (1, graph_blocks[rank] * 2 * 8),
+            "MPI_Neighbor_alltoallw": (1, alltoallw[rank]),
+            "MPI_Ineighbor_alltoallw": (1, alltoallw[rank]),
+            "MPI_Waitall": (1, 0),
+        }
+        expected.update({(rank, op, -1): value for op, value in ops.items()})
+    return expected
+
+
+@needs_mpi
+@pytest.mark.parametrize("program", ["neighbors.c", "neighbors_mpif.f90"])
+def test_every_neighborhood_collective_is_traced_exactly(program: str, library: Path, compiled,
+                                                         tmp_path: Path) -> None:
+    result = run(compiled(program), 3, tmp_path, library)
+    assert result.returncode == 0, result.stderr
+    assert observed(pmpi.read_traces(tmp_path)) == neighbors_expected()
 
 
 # ---- runs that write nothing, or not everything ------------------------------------------------

@@ -11,13 +11,16 @@ operation and peer the calls, bytes and seconds. At MPI_Finalize each rank write
     MPI_Send        1       3       24000   0.000123
     # end
 
-Peers are MPI_COMM_WORLD ranks; -1 means none (collectives, waits, tests), -2 an
-MPI_ANY_SOURCE the library could not resolve (MPI_Irecv), -3 MPI_PROC_NULL. Bytes are the
-message sizes for point-to-point calls (MPI_Recv: what arrived; MPI_Irecv: the posted count)
-and the rank's send volume for collectives (per operation in ``apmt/pmpi/collectives.c``).
-Non-blocking calls, point-to-point and collective (MPI_Isend, MPI_Iallreduce, ...), have
-their own names, their bytes and the time of the call that starts them; the time spent
-completing them goes to the waits and tests.
+Peers are MPI_COMM_WORLD ranks; -1 means none (collectives, waits, tests, window
+synchronisation but for the calls naming a target), -2 an MPI_ANY_SOURCE the library could
+not resolve (MPI_Irecv, MPI_Recv_init), -3 MPI_PROC_NULL. Bytes are the message sizes for
+point-to-point calls (MPI_Recv: what arrived; MPI_Irecv: the posted count), the origin's for
+one-sided ones (MPI_Put, MPI_Get, ..., the target as the peer), and the rank's send volume for
+collectives (per operation in ``apmt/pmpi/collectives.c``). Non-blocking calls, point-to-point
+and collective (MPI_Isend, MPI_Iallreduce, ...), have their own names, their bytes and the
+time of the call that starts them; the time spent completing them goes to the waits and
+tests. A persistent request's transfers are counted at each MPI_Start or MPI_Startall, under
+the name of the call that made it (MPI_Send_init, MPI_Recv_init, ...).
 The file is renamed into place when complete, so a rank that never reaches MPI_Finalize
 (a crash, MPI_Abort, a time limit) leaves none: ``missing_ranks`` names those ranks, and
 ``read_traces`` refuses a run that lacks some.

@@ -4,6 +4,14 @@
  * at MPI_Init and doubles when half full, so a call costs two clock reads and a table probe,
  * never an allocation (the table grows at most log2(entries) times in a run).
  *
+ * Persistent requests live in a second one, keyed by the request handle's bytes (a pointer in
+ * Open MPI, an int in MPICH: compared with memcmp, so either works), allocated at the first
+ * *_init call and doubled when half full; MPI_Request_free empties a slot by moving the
+ * entries after it back (linear probing needs no tombstones then).
+ *
+ * Both tables, like the peers' caches, are locked only under MPI_THREAD_MULTIPLE, where
+ * several threads may call MPI at once.
+ *
  * The trace file, written at MPI_Finalize to $APMT_PMPI_DIR/pmpi.<rank>.tsv:
  *     # apmt-pmpi 1 rank=<r> size=<P> pid=<pid> host=<hostname>
  *     op	peer	calls	bytes	time
@@ -54,6 +62,7 @@ static size_t slot_count = 0, slots_used = 0;
 static int world_rank = 0, world_size = 0;
 static char directory[PATH_MAX];
 static int rank_map_keyval = MPI_KEYVAL_INVALID;
+static int win_map_keyval = MPI_KEYVAL_INVALID;
 
 double apmt_now(void)
 {
@@ -117,9 +126,9 @@ static struct slot *find_slot(int op, int peer)
     return &slots[i];
 }
 
-void apmt_record(enum apmt_op op, int peer, int64_t bytes, double start)
+/* Count one call of op with peer and bytes that took elapsed seconds. */
+static void tally(enum apmt_op op, int peer, int64_t bytes, double elapsed)
 {
-    double elapsed = apmt_now() - start;
     if (!apmt_tracing)
         return;
     if (threaded)
@@ -134,6 +143,11 @@ void apmt_record(enum apmt_op op, int peer, int64_t bytes, double start)
     }
     if (threaded)
         pthread_mutex_unlock(&lock);
+}
+
+void apmt_record(enum apmt_op op, int peer, int64_t bytes, double start)
+{
+    tally(op, peer, bytes, apmt_now() - start);
 }
 
 /* ---- sizes ------------------------------------------------------------------------------- */
@@ -176,8 +190,8 @@ int apmt_comm_rank(MPI_Comm comm)
 
 /* ---- peers: ranks of a communicator as ranks of MPI_COMM_WORLD ---------------------------- */
 
-/* Cached on each communicator as an MPI attribute, so it is computed once per communicator
- * and freed by MPI with it (whichever binding frees it). */
+/* Cached on each communicator (and window) as an MPI attribute, so it is computed once per
+ * communicator and freed by MPI with it (whichever binding frees it). */
 struct rank_map {
     int identity; /* rank i of the communicator is world rank i */
     int size;
@@ -191,15 +205,18 @@ static int free_rank_map(MPI_Comm comm, int keyval, void *map, void *extra)
     return MPI_SUCCESS;
 }
 
-static struct rank_map *new_rank_map(MPI_Comm comm)
+static int free_win_rank_map(MPI_Win win, int keyval, void *map, void *extra)
 {
-    MPI_Group group, world;
-    int inter = 0, size = 0;
-    PMPI_Comm_test_inter(comm, &inter);
-    if (inter)
-        PMPI_Comm_remote_group(comm, &group);
-    else
-        PMPI_Comm_group(comm, &group);
+    (void)win, (void)keyval, (void)extra;
+    free(map);
+    return MPI_SUCCESS;
+}
+
+/* The world ranks of group's ranks (NULL when out of memory); frees group. */
+static struct rank_map *new_rank_map(MPI_Group group)
+{
+    MPI_Group world;
+    int size = 0;
     PMPI_Group_size(group, &size);
     struct rank_map *map = malloc(sizeof *map + (size_t)size * sizeof(int));
     int *ranks = malloc((size_t)size * sizeof(int) + 1);
@@ -223,7 +240,21 @@ static struct rank_map *new_rank_map(MPI_Comm comm)
     }
     PMPI_Group_free(&world);
     PMPI_Group_free(&group);
-    PMPI_Comm_set_attr(comm, rank_map_keyval, map);
+    return map;
+}
+
+static struct rank_map *new_comm_rank_map(MPI_Comm comm)
+{
+    MPI_Group group;
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        PMPI_Comm_remote_group(comm, &group);
+    else
+        PMPI_Comm_group(comm, &group);
+    struct rank_map *map = new_rank_map(group);
+    if (map)
+        PMPI_Comm_set_attr(comm, rank_map_keyval, map);
     return map;
 }
 
@@ -238,10 +269,41 @@ static struct rank_map *rank_map_of(MPI_Comm comm)
         pthread_mutex_lock(&lock);
     PMPI_Comm_get_attr(comm, rank_map_keyval, &map, &found);
     if (!found)
-        map = new_rank_map(comm);
+        map = new_comm_rank_map(comm);
     if (threaded)
         pthread_mutex_unlock(&lock);
     return map;
+}
+
+/* The rank map of a window's group, cached on the window as rank_map_of caches a
+ * communicator's. */
+static struct rank_map *win_rank_map_of(MPI_Win win)
+{
+    struct rank_map *map = NULL;
+    int found = 0;
+    PMPI_Win_get_attr(win, win_map_keyval, &map, &found);
+    if (found)
+        return map;
+    if (threaded)
+        pthread_mutex_lock(&lock);
+    PMPI_Win_get_attr(win, win_map_keyval, &map, &found);
+    if (!found) {
+        MPI_Group group;
+        PMPI_Win_get_group(win, &group);
+        map = new_rank_map(group);
+        if (map)
+            PMPI_Win_set_attr(win, win_map_keyval, map);
+    }
+    if (threaded)
+        pthread_mutex_unlock(&lock);
+    return map;
+}
+
+static int world_rank_of(const struct rank_map *map, int rank)
+{
+    if (!map || map->identity || rank >= map->size || map->world[rank] == MPI_UNDEFINED)
+        return rank;
+    return map->world[rank];
 }
 
 int apmt_world_peer(MPI_Comm comm, int rank)
@@ -252,10 +314,16 @@ int apmt_world_peer(MPI_Comm comm, int rank)
         return PEER_PROC_NULL;
     if (rank < 0 || comm == MPI_COMM_WORLD || rank_map_keyval == MPI_KEYVAL_INVALID)
         return rank;
-    struct rank_map *map = rank_map_of(comm);
-    if (!map || map->identity || rank >= map->size || map->world[rank] == MPI_UNDEFINED)
+    return world_rank_of(rank_map_of(comm), rank);
+}
+
+int apmt_win_peer(MPI_Win win, int rank)
+{
+    if (rank == MPI_PROC_NULL)
+        return PEER_PROC_NULL;
+    if (rank < 0 || win_map_keyval == MPI_KEYVAL_INVALID)
         return rank;
-    return map->world[rank];
+    return world_rank_of(win_rank_map_of(win), rank);
 }
 
 void apmt_p2p(enum apmt_op op, MPI_Comm comm, int peer, int64_t count, MPI_Datatype type,
@@ -266,6 +334,26 @@ void apmt_p2p(enum apmt_op op, MPI_Comm comm, int peer, int64_t count, MPI_Datat
     int world_peer = apmt_world_peer(comm, peer);
     int64_t bytes = world_peer == PEER_PROC_NULL ? 0 : apmt_volume(count, type);
     apmt_record(op, world_peer, bytes, start);
+}
+
+void apmt_rma(enum apmt_op op, MPI_Win win, int target, int64_t count, MPI_Datatype type,
+              double start)
+{
+    if (!apmt_tracing)
+        return;
+    int peer = apmt_win_peer(win, target);
+    int64_t bytes = peer == PEER_PROC_NULL ? 0 : apmt_volume(count, type);
+    apmt_record(op, peer, bytes, start);
+}
+
+void apmt_get_accumulate(enum apmt_op op, MPI_Win win, int target, MPI_Op operation,
+                         int origin_count, MPI_Datatype origin_type, int result_count,
+                         MPI_Datatype result_type, double start)
+{
+    if (operation == MPI_NO_OP)
+        apmt_rma(op, win, target, result_count, result_type, start);
+    else
+        apmt_rma(op, win, target, origin_count, origin_type, start);
 }
 
 void apmt_received(enum apmt_op op, MPI_Comm comm, int source, const MPI_Status *status,
@@ -288,6 +376,154 @@ void apmt_received(enum apmt_op op, MPI_Comm comm, int source, const MPI_Status 
     apmt_record(op, peer, bytes, start);
 }
 
+/* ---- persistent requests ---------------------------------------------------------------- */
+
+#define INITIAL_REQUEST_SLOTS 64 /* a power of two */
+
+struct persistent {
+    MPI_Request handle;
+    int used;
+    int op;
+    int peer;
+    int64_t bytes;
+};
+
+static struct persistent *requests = NULL;
+static size_t request_slots = 0, requests_used = 0;
+
+static int same_request(MPI_Request a, MPI_Request b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+static size_t request_index(MPI_Request handle, size_t count)
+{
+    unsigned char bytes[sizeof handle];
+    uint64_t hash = 14695981039346656037u; /* FNV-1a over the handle's bytes */
+    memcpy(bytes, &handle, sizeof handle);
+    for (size_t i = 0; i < sizeof handle; i++)
+        hash = (hash ^ bytes[i]) * 1099511628211u;
+    return (size_t)(hash ^ hash >> 32) & (count - 1);
+}
+
+/* The slot of handle, or the empty slot where it would go. */
+static size_t request_slot(MPI_Request handle)
+{
+    size_t i = request_index(handle, request_slots);
+    while (requests[i].used && !same_request(requests[i].handle, handle))
+        i = (i + 1) & (request_slots - 1);
+    return i;
+}
+
+/* Room for one more request: allocate or double the table; 0 when out of memory. */
+static int request_room(void)
+{
+    if (2 * (requests_used + 1) <= request_slots)
+        return 1;
+    size_t count = request_slots ? 2 * request_slots : INITIAL_REQUEST_SLOTS;
+    struct persistent *table = calloc(count, sizeof *table), *old = requests;
+    size_t old_count = request_slots;
+    if (!table)
+        return requests_used + 2 <= request_slots; /* keep a slot empty */
+    requests = table;
+    request_slots = count;
+    for (size_t i = 0; i < old_count; i++)
+        if (old[i].used)
+            requests[request_slot(old[i].handle)] = old[i];
+    free(old);
+    return 1;
+}
+
+void apmt_persistent(enum apmt_op op, MPI_Request request, MPI_Comm comm, int peer,
+                     int64_t count, MPI_Datatype type)
+{
+    if (!apmt_tracing)
+        return;
+    int world_peer = apmt_world_peer(comm, peer);
+    struct persistent entry = {.handle = request, .used = 1, .op = (int)op, .peer = world_peer,
+                               .bytes = world_peer == PEER_PROC_NULL ? 0
+                                                                     : apmt_volume(count, type)};
+    if (threaded)
+        pthread_mutex_lock(&lock);
+    if (request_room()) {
+        size_t i = request_slot(request);
+        requests_used += !requests[i].used;
+        requests[i] = entry;
+    } else {
+        out_of_memory = 1; /* its starts could not be counted: no trace */
+    }
+    if (threaded)
+        pthread_mutex_unlock(&lock);
+}
+
+/* Copy the entry of request into found; 0 if it has none. */
+static int find_request(MPI_Request request, struct persistent *found)
+{
+    int known = 0;
+    if (threaded)
+        pthread_mutex_lock(&lock);
+    if (requests) {
+        size_t i = request_slot(request);
+        if (requests[i].used) {
+            *found = requests[i];
+            known = 1;
+        }
+    }
+    if (threaded)
+        pthread_mutex_unlock(&lock);
+    return known;
+}
+
+void apmt_started(enum apmt_op call, int n, const void *started, apmt_request_at *at,
+                  double start)
+{
+    struct persistent found;
+    int known = 0;
+    if (!apmt_tracing)
+        return;
+    double elapsed = apmt_now() - start, share = n > 0 ? elapsed / n : 0;
+    for (int i = 0; i < n; i++)
+        if (find_request(at(started, i), &found)) {
+            tally((enum apmt_op)found.op, found.peer, found.bytes, share);
+            known++;
+        }
+    if (known < n || n == 0)
+        tally(call, PEER_NONE, 0, elapsed - known * share);
+}
+
+/* Empty slot hole, moving back each later entry of its run whose home slot does not lie
+ * after the hole (cyclically, up to the entry), which the hole would hide from probes. */
+static void empty_request_slot(size_t hole)
+{
+    size_t mask = request_slots - 1;
+    for (size_t j = (hole + 1) & mask; requests[j].used; j = (j + 1) & mask) {
+        size_t home = request_index(requests[j].handle, request_slots);
+        int reachable = hole <= j ? hole < home && home <= j : hole < home || home <= j;
+        if (!reachable) {
+            requests[hole] = requests[j];
+            hole = j;
+        }
+    }
+    requests[hole].used = 0;
+}
+
+void apmt_request_freed(MPI_Request request)
+{
+    if (!apmt_tracing)
+        return;
+    if (threaded)
+        pthread_mutex_lock(&lock);
+    if (requests) {
+        size_t i = request_slot(request);
+        if (requests[i].used) {
+            empty_request_slot(i);
+            requests_used--;
+        }
+    }
+    if (threaded)
+        pthread_mutex_unlock(&lock);
+}
+
 /* ---- start and finish -------------------------------------------------------------------- */
 
 void apmt_start(int thread_level)
@@ -306,6 +542,7 @@ void apmt_start(int thread_level)
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_rank_map, &rank_map_keyval, NULL);
+    PMPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, free_win_rank_map, &win_map_keyval, NULL);
     threaded = thread_level == MPI_THREAD_MULTIPLE;
     apmt_tracing = 1;
 }

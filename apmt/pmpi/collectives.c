@@ -7,6 +7,14 @@
  * (trees, rings) is not counted: the numbers depend on the call's arguments only, so they are
  * the same on every MPI library and every network.
  *
+ * Neighborhood collectives (MPI_Neighbor_allgather, ...) follow the same rule on the
+ * communicator's topology: the rank's send volume is the blocks it sends to its out-neighbours
+ * (MPI_IN_PLACE is not allowed for them). A cartesian topology's neighbours are, per dimension,
+ * the ranks before and after; at the edge of a non-periodic dimension that is MPI_PROC_NULL,
+ * whose block the standard leaves in the buffer but no data moves for: it is not counted, as a
+ * send to MPI_PROC_NULL has no bytes. A neighbour that is the rank itself (a periodic dimension
+ * of one rank) is counted, as the all-to-alls count the block a rank sends itself.
+ *
  * Each function counts the blocking operation and its non-blocking form alike (op: OP_Bcast or
  * OP_Ibcast, ...): a non-blocking collective has the same bytes, counted with the time of the
  * call that starts it; the time spent completing it goes to the MPI_Wait* and MPI_Test* calls.
@@ -153,4 +161,84 @@ void apmt_barrier(enum apmt_op op, double start)
 {
     if (apmt_tracing)
         apmt_record(op, PEER_NONE, 0, start);
+}
+
+/* ---- neighborhood collectives ------------------------------------------------------------ */
+
+/* The topology of comm (MPI_CART, MPI_GRAPH, MPI_DIST_GRAPH) and in degree its out-degree,
+ * the number of blocks in a neighborhood collective's send buffer (2 * ndims for a cartesian
+ * one); MPI_UNDEFINED and 0 without a topology. */
+static int out_blocks(MPI_Comm comm, int *degree)
+{
+    int topology = MPI_UNDEFINED, in = 0, weighted = 0;
+    *degree = 0;
+    PMPI_Topo_test(comm, &topology);
+    if (topology == MPI_CART) {
+        PMPI_Cartdim_get(comm, degree);
+        *degree *= 2;
+    } else if (topology == MPI_GRAPH) {
+        PMPI_Graph_neighbors_count(comm, apmt_comm_rank(comm), degree);
+    } else if (topology == MPI_DIST_GRAPH) {
+        PMPI_Dist_graph_neighbors_count(comm, &in, degree, &weighted);
+    }
+    return topology;
+}
+
+/* Whether block i of the send buffer goes to a rank: for a cartesian topology, whether the
+ * neighbour before (i even) or after (i odd) the rank in dimension i / 2 is not MPI_PROC_NULL;
+ * for graphs always. */
+static int sent(MPI_Comm comm, int topology, int i)
+{
+    int before = MPI_PROC_NULL, after = MPI_PROC_NULL;
+    if (topology != MPI_CART)
+        return 1;
+    PMPI_Cart_shift(comm, i / 2, 1, &before, &after);
+    return (i % 2 ? after : before) != MPI_PROC_NULL;
+}
+
+/* MPI_Neighbor_allgather, MPI_Neighbor_allgatherv, MPI_Neighbor_alltoall: sendcount * size
+ * times the out-neighbours. For the all-to-all it is the blocks, as MPI_Alltoall's; the
+ * allgathers send their one block to each out-neighbour as a message of its own (MPI_Allgather
+ * counts it once, as its algorithms forward it, but a neighbourhood has no such sharing). */
+void apmt_neighbor_blocks(enum apmt_op op, int sendcount, MPI_Datatype sendtype, MPI_Comm comm,
+                          double start)
+{
+    if (!apmt_tracing)
+        return;
+    int degree, topology = out_blocks(comm, &degree);
+    int64_t blocks = 0;
+    for (int i = 0; i < degree; i++)
+        blocks += sent(comm, topology, i);
+    apmt_record(op, PEER_NONE, apmt_volume(blocks * sendcount, sendtype), start);
+}
+
+/* MPI_Neighbor_alltoallv: the sum of sendcounts over the out-neighbours, times size. */
+void apmt_neighbor_alltoallv(enum apmt_op op, const int *sendcounts, MPI_Datatype sendtype,
+                             MPI_Comm comm, double start)
+{
+    if (!apmt_tracing)
+        return;
+    int degree, topology = out_blocks(comm, &degree);
+    int64_t count = 0;
+    for (int i = 0; i < degree; i++)
+        if (sent(comm, topology, i))
+            count += sendcounts[i];
+    apmt_record(op, PEER_NONE, apmt_volume(count, sendtype), start);
+}
+
+/* MPI_Neighbor_alltoallw: the sum over the out-neighbours of sendcounts[i] * the size of
+ * sendtypes[i]. */
+void apmt_neighbor_alltoallw(enum apmt_op op, const int *sendcounts,
+                             const MPI_Datatype *sendtypes, const MPI_Fint *f_sendtypes,
+                             MPI_Comm comm, double start)
+{
+    if (!apmt_tracing)
+        return;
+    int degree, topology = out_blocks(comm, &degree);
+    int64_t bytes = 0;
+    for (int i = 0; i < degree; i++)
+        if (sent(comm, topology, i))
+            bytes += apmt_volume(sendcounts[i],
+                                 sendtypes ? sendtypes[i] : PMPI_Type_f2c(f_sendtypes[i]));
+    apmt_record(op, PEER_NONE, bytes, start);
 }

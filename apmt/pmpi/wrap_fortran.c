@@ -14,7 +14,15 @@
  *
  * Collectives are wrapped blocking and non-blocking (mpi_bcast_ and mpi_ibcast_, ...): a
  * non-blocking one takes the blocking one's arguments with a request before ierr, and is
- * counted as in wrap_c.c (bytes and the time of the call that starts it).
+ * counted as in wrap_c.c (bytes and the time of the call that starts it). So are the
+ * neighborhood collectives, and the one-sided calls with their request-based forms (mpi_put_
+ * and mpi_rput_, the request likewise before ierr).
+ *
+ * Persistent requests are INTEGER handles here: the library's pmpi_send_init_ creates the C
+ * request and returns its Fortran handle, which PMPI_Request_f2c turns back into the C handle
+ * that the table of persistent requests is keyed by (apmt_pmpi.h), as are the handles that
+ * mpi_start_ and mpi_startall_ start; mpi_request_free_ converts its handle before the call,
+ * which sets it to MPI_REQUEST_NULL. The C and Fortran calls so share one table.
  *
  * mpi_f08: Open MPI 4.1 passes TYPE(MPI_Comm), TYPE(MPI_Request) and the other handle types
  * by reference as a struct holding one INTEGER, TYPE(MPI_Status) with the layout of an
@@ -225,6 +233,73 @@ static void f_sendrecv_replace(sendrecv_replace_fn *pmpi, SENDRECV_REPLACE_PARAM
 ENTRIES(sendrecv_replace, SENDRECV_REPLACE, sendrecv_replace_fn, SENDRECV_REPLACE_PARAMS,
         f_sendrecv_replace(pmpi, SENDRECV_REPLACE_ARGS))
 
+/* ---- persistent requests: counted when started (apmt_pmpi.h) ---------------------------- */
+
+/* The *_init calls have MPI_Isend's parameters (MPI_Recv_init the source in place of dest). */
+static void f_send_init(isend_fn *pmpi, enum apmt_op op, ISEND_PARAMS)
+{
+    OPTIONAL_IERROR(ierr);
+    pmpi(ISEND_ARGS);
+    if (TRACED(ierr))
+        apmt_persistent(op, PMPI_Request_f2c(*request), PMPI_Comm_f2c(*comm), *dest, *count,
+                        PMPI_Type_f2c(*type));
+}
+
+ENTRIES(send_init, SEND_INIT, isend_fn, ISEND_PARAMS,
+        f_send_init(pmpi, OP_Send_init, ISEND_ARGS))
+ENTRIES(ssend_init, SSEND_INIT, isend_fn, ISEND_PARAMS,
+        f_send_init(pmpi, OP_Ssend_init, ISEND_ARGS))
+ENTRIES(bsend_init, BSEND_INIT, isend_fn, ISEND_PARAMS,
+        f_send_init(pmpi, OP_Bsend_init, ISEND_ARGS))
+ENTRIES(rsend_init, RSEND_INIT, isend_fn, ISEND_PARAMS,
+        f_send_init(pmpi, OP_Rsend_init, ISEND_ARGS))
+ENTRIES(recv_init, RECV_INIT, isend_fn, ISEND_PARAMS,
+        f_send_init(pmpi, OP_Recv_init, ISEND_ARGS))
+
+static MPI_Request f_request(const void *requests, int i)
+{
+    return PMPI_Request_f2c(((const F *)requests)[i]);
+}
+
+#define START_PARAMS F *request, F *ierr
+typedef void start_fn(START_PARAMS);
+
+static void f_start(start_fn *pmpi, START_PARAMS)
+{
+    OPTIONAL_IERROR(ierr);
+    double start = apmt_now();
+    pmpi(request, ierr);
+    if (TRACED(ierr))
+        apmt_started(OP_Start, 1, request, f_request, start);
+}
+
+ENTRIES(start, START, start_fn, START_PARAMS, f_start(pmpi, request, ierr))
+
+#define STARTALL_PARAMS const F *count, F *requests, F *ierr
+typedef void startall_fn(STARTALL_PARAMS);
+
+static void f_startall(startall_fn *pmpi, STARTALL_PARAMS)
+{
+    OPTIONAL_IERROR(ierr);
+    double start = apmt_now();
+    pmpi(count, requests, ierr);
+    if (TRACED(ierr))
+        apmt_started(OP_Startall, *count, requests, f_request, start);
+}
+
+ENTRIES(startall, STARTALL, startall_fn, STARTALL_PARAMS, f_startall(pmpi, count, requests, ierr))
+
+static void f_request_free(start_fn *pmpi, START_PARAMS)
+{
+    OPTIONAL_IERROR(ierr);
+    MPI_Request freed = apmt_tracing ? PMPI_Request_f2c(*request) : MPI_REQUEST_NULL;
+    pmpi(request, ierr);
+    if (TRACED(ierr))
+        apmt_request_freed(freed);
+}
+
+ENTRIES(request_free, REQUEST_FREE, start_fn, START_PARAMS, f_request_free(pmpi, request, ierr))
+
 /* ---- receives and probes ----------------------------------------------------------------- */
 
 #define RECV_PARAMS                                                                          \
@@ -339,9 +414,8 @@ ENTRIES(testany, TESTANY, testany_fn, TESTANY_PARAMS,
 
 /* ---- collectives, blocking and non-blocking (bytes: see collectives.c) ------------------- */
 
-/* Run a collective's CALL and, when it succeeded, COUNT it, with `operation` the operation
- * it counts. */
-#define COLLECTIVE(which, call, count)                                                       \
+/* Run CALL and, when it succeeded, COUNT it, with `operation` the operation it counts. */
+#define TRACED_CALL(which, call, count)                                                      \
     do {                                                                                     \
         OPTIONAL_IERROR(ierr);                                                               \
         double start = apmt_now();                                                           \
@@ -352,21 +426,28 @@ ENTRIES(testany, TESTANY, testany_fn, TESTANY_PARAMS,
         }                                                                                    \
     } while (0)
 
-/* A blocking collective's parameters: its HEAD, then ierr; its non-blocking form's: the same
- * HEAD, then the request (INTEGER, or TYPE(MPI_Request) holding one), then ierr. */
+/* A blocking call's parameters: its HEAD, then ierr; its form with a request's (non-blocking
+ * collective, request-based one-sided call): the same HEAD, then the request (INTEGER, or
+ * TYPE(MPI_Request) holding one), then ierr. */
 #define BLOCKING(...) __VA_ARGS__, F *ierr
 #define NONBLOCKING(...) __VA_ARGS__, F *request, F *ierr
 
-/* The entries of a blocking collective (lower, UPPER) and of its non-blocking form (i<lower>,
- * I<UPPER>), whose parameters begin with HEAD (passed on as ARGS), both counted by COUNT
- * (as OP_<Name> and OP_<IName>). */
+/* The entries of a blocking call (lower, UPPER) and of its form with a request (rlower,
+ * RUPPER), whose parameters begin with HEAD (in parentheses), passed on as the arguments
+ * after COUNT, both counted by COUNT (as OP_<Name> and OP_<RName>). */
+#define WITH_REQUEST(lower, UPPER, Name, rlower, RUPPER, RName, HEAD, COUNT, ...)            \
+    typedef void lower##_fn(BLOCKING HEAD);                                                  \
+    typedef void rlower##_fn(NONBLOCKING HEAD);                                              \
+    ENTRIES(lower, UPPER, lower##_fn, BLOCKING HEAD,                                         \
+            TRACED_CALL(OP_##Name, pmpi(__VA_ARGS__, ierr), COUNT))                          \
+    ENTRIES(rlower, RUPPER, rlower##_fn, NONBLOCKING HEAD,                                   \
+            TRACED_CALL(OP_##RName, pmpi(__VA_ARGS__, request, ierr), COUNT))
+
+/* A blocking collective (lower, UPPER) and its non-blocking form (i<lower>, I<UPPER>), whose
+ * parameters begin with HEAD (passed on as ARGS), both counted by COUNT (as OP_<Name> and
+ * OP_<IName>). */
 #define COLLECTIVES(lower, UPPER, Name, IName, HEAD, ARGS, COUNT)                            \
-    typedef void lower##_fn(BLOCKING(HEAD));                                                 \
-    typedef void i##lower##_fn(NONBLOCKING(HEAD));                                           \
-    ENTRIES(lower, UPPER, lower##_fn, BLOCKING(HEAD),                                        \
-            COLLECTIVE(OP_##Name, pmpi(ARGS, ierr), COUNT))                                  \
-    ENTRIES(i##lower, I##UPPER, i##lower##_fn, NONBLOCKING(HEAD),                            \
-            COLLECTIVE(OP_##IName, pmpi(ARGS, request, ierr), COUNT))
+    WITH_REQUEST(lower, UPPER, Name, i##lower, I##UPPER, IName, (HEAD), COUNT, ARGS)
 
 COLLECTIVES(barrier, BARRIER, Barrier, Ibarrier, const F *comm, comm,
             apmt_barrier(operation, start))
@@ -465,3 +546,151 @@ COLLECTIVES(gatherv, GATHERV, Gatherv, Igatherv, GATHERV_HEAD, GATHERV_ARGS,
 COLLECTIVES(scatterv, SCATTERV, Scatterv, Iscatterv, SCATTERV_HEAD, SCATTERV_ARGS,
             apmt_scatterv(operation, in_place(recvbuf), sendcounts, PMPI_Type_f2c(*sendtype),
                           *recvcount, PMPI_Type_f2c(*recvtype), *root, start))
+
+/* ---- neighborhood collectives (bytes: see collectives.c) --------------------------------- */
+
+#define NEIGHBOR_BLOCKS                                                                      \
+    apmt_neighbor_blocks(operation, *sendcount, PMPI_Type_f2c(*sendtype),                    \
+                         PMPI_Comm_f2c(*comm), start)
+
+COLLECTIVES(neighbor_allgather, NEIGHBOR_ALLGATHER, Neighbor_allgather, Ineighbor_allgather,
+            ALLTOALL_HEAD, ALLTOALL_ARGS, NEIGHBOR_BLOCKS)
+COLLECTIVES(neighbor_alltoall, NEIGHBOR_ALLTOALL, Neighbor_alltoall, Ineighbor_alltoall,
+            ALLTOALL_HEAD, ALLTOALL_ARGS, NEIGHBOR_BLOCKS)
+COLLECTIVES(neighbor_allgatherv, NEIGHBOR_ALLGATHERV, Neighbor_allgatherv, Ineighbor_allgatherv,
+            ALLGATHERV_HEAD, ALLGATHERV_ARGS, NEIGHBOR_BLOCKS)
+COLLECTIVES(neighbor_alltoallv, NEIGHBOR_ALLTOALLV, Neighbor_alltoallv, Ineighbor_alltoallv,
+            ALLTOALLV_HEAD, ALLTOALLV_ARGS,
+            apmt_neighbor_alltoallv(operation, sendcounts, PMPI_Type_f2c(*sendtype),
+                                    PMPI_Comm_f2c(*comm), start))
+
+/* the displacements are INTEGER(KIND=MPI_ADDRESS_KIND), the types INTEGER handles */
+#define ALLTOALLW_HEAD                                                                       \
+    const void *sendbuf, const F *sendcounts, const MPI_Aint *sdispls, const F *sendtypes,   \
+        void *recvbuf, const F *recvcounts, const MPI_Aint *rdispls, const F *recvtypes,     \
+        const F *comm
+#define ALLTOALLW_ARGS                                                                       \
+    sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm
+COLLECTIVES(neighbor_alltoallw, NEIGHBOR_ALLTOALLW, Neighbor_alltoallw, Ineighbor_alltoallw,
+            ALLTOALLW_HEAD, ALLTOALLW_ARGS,
+            apmt_neighbor_alltoallw(operation, sendcounts, NULL, sendtypes,
+                                    PMPI_Comm_f2c(*comm), start))
+
+/* ---- one-sided communication (counted as in wrap_c.c) ------------------------------------ */
+
+/* A one-sided call (lower, UPPER) and its request-based form (r<lower>, R<UPPER>), as
+ * COLLECTIVES. */
+#define ONE_SIDED(lower, UPPER, Name, RName, HEAD, ARGS, COUNT)                              \
+    WITH_REQUEST(lower, UPPER, Name, r##lower, R##UPPER, RName, (HEAD), COUNT, ARGS)
+
+/* target_disp is INTEGER(KIND=MPI_ADDRESS_KIND); the window is an INTEGER handle */
+#define TARGET_HEAD                                                                          \
+    const F *target_rank, const MPI_Aint *target_disp, const F *target_count,                \
+        const F *target_type
+#define ORIGIN_TARGET_ARGS                                                                   \
+    origin_addr, origin_count, origin_type, target_rank, target_disp, target_count, target_type
+#define PUT_HEAD                                                                             \
+    const void *origin_addr, const F *origin_count, const F *origin_type, TARGET_HEAD,       \
+        const F *win
+#define ACCUMULATE_HEAD                                                                      \
+    const void *origin_addr, const F *origin_count, const F *origin_type, TARGET_HEAD,       \
+        const F *op, const F *win
+#define PUT_ARGS ORIGIN_TARGET_ARGS, win
+#define ACCUMULATE_ARGS ORIGIN_TARGET_ARGS, op, win
+#define ORIGIN_BYTES                                                                         \
+    apmt_rma(operation, PMPI_Win_f2c(*win), *target_rank, *origin_count,                     \
+             PMPI_Type_f2c(*origin_type), start)
+ONE_SIDED(put, PUT, Put, Rput, PUT_HEAD, PUT_ARGS, ORIGIN_BYTES)
+ONE_SIDED(get, GET, Get, Rget, PUT_HEAD, PUT_ARGS, ORIGIN_BYTES)
+ONE_SIDED(accumulate, ACCUMULATE, Accumulate, Raccumulate, ACCUMULATE_HEAD, ACCUMULATE_ARGS,
+          ORIGIN_BYTES)
+
+#define GET_ACCUMULATE_HEAD                                                                  \
+    const void *origin_addr, const F *origin_count, const F *origin_type, void *result_addr, \
+        const F *result_count, const F *result_type, TARGET_HEAD, const F *op, const F *win
+#define GET_ACCUMULATE_ARGS                                                                  \
+    origin_addr, origin_count, origin_type, result_addr, result_count, result_type,         \
+        target_rank, target_disp, target_count, target_type, op, win
+ONE_SIDED(get_accumulate, GET_ACCUMULATE, Get_accumulate, Rget_accumulate, GET_ACCUMULATE_HEAD,
+          GET_ACCUMULATE_ARGS,
+          apmt_get_accumulate(operation, PMPI_Win_f2c(*win), *target_rank, PMPI_Op_f2c(*op),
+                              *origin_count, PMPI_Type_f2c(*origin_type), *result_count,
+                              PMPI_Type_f2c(*result_type), start))
+
+/* MPI_Fetch_and_op and MPI_Compare_and_swap: one element of type, read and replaced at the
+ * target. */
+#define ONE_ELEMENT                                                                          \
+    apmt_rma(operation, PMPI_Win_f2c(*win), *target_rank, 1, PMPI_Type_f2c(*type), start)
+
+#define FETCH_AND_OP_PARAMS                                                                  \
+    const void *origin_addr, void *result_addr, const F *type, const F *target_rank,         \
+        const MPI_Aint *target_disp, const F *op, const F *win, F *ierr
+typedef void fetch_and_op_fn(FETCH_AND_OP_PARAMS);
+ENTRIES(fetch_and_op, FETCH_AND_OP, fetch_and_op_fn, FETCH_AND_OP_PARAMS,
+        TRACED_CALL(OP_Fetch_and_op,
+                    pmpi(origin_addr, result_addr, type, target_rank, target_disp, op, win,
+                         ierr),
+                    ONE_ELEMENT))
+
+#define COMPARE_AND_SWAP_PARAMS                                                              \
+    const void *origin_addr, const void *compare_addr, void *result_addr, const F *type,     \
+        const F *target_rank, const MPI_Aint *target_disp, const F *win, F *ierr
+typedef void compare_and_swap_fn(COMPARE_AND_SWAP_PARAMS);
+ENTRIES(compare_and_swap, COMPARE_AND_SWAP, compare_and_swap_fn, COMPARE_AND_SWAP_PARAMS,
+        TRACED_CALL(OP_Compare_and_swap,
+                    pmpi(origin_addr, compare_addr, result_addr, type, target_rank, target_disp,
+                         win, ierr),
+                    ONE_ELEMENT))
+
+/* Window synchronisation: calls and time, with the target `rank` as the peer (TARGET_PEER)
+ * or none (NO_PEER). */
+#define NO_PEER apmt_record(operation, PEER_NONE, 0, start)
+#define TARGET_PEER apmt_rma(operation, PMPI_Win_f2c(*win), *rank, 0, MPI_DATATYPE_NULL, start)
+
+#define WIN_PARAMS const F *win, F *ierr
+typedef void win_fn(WIN_PARAMS);
+ENTRIES(win_unlock_all, WIN_UNLOCK_ALL, win_fn, WIN_PARAMS,
+        TRACED_CALL(OP_Win_unlock_all, pmpi(win, ierr), NO_PEER))
+ENTRIES(win_flush_all, WIN_FLUSH_ALL, win_fn, WIN_PARAMS,
+        TRACED_CALL(OP_Win_flush_all, pmpi(win, ierr), NO_PEER))
+ENTRIES(win_flush_local_all, WIN_FLUSH_LOCAL_ALL, win_fn, WIN_PARAMS,
+        TRACED_CALL(OP_Win_flush_local_all, pmpi(win, ierr), NO_PEER))
+ENTRIES(win_sync, WIN_SYNC, win_fn, WIN_PARAMS,
+        TRACED_CALL(OP_Win_sync, pmpi(win, ierr), NO_PEER))
+ENTRIES(win_complete, WIN_COMPLETE, win_fn, WIN_PARAMS,
+        TRACED_CALL(OP_Win_complete, pmpi(win, ierr), NO_PEER))
+ENTRIES(win_wait, WIN_WAIT, win_fn, WIN_PARAMS,
+        TRACED_CALL(OP_Win_wait, pmpi(win, ierr), NO_PEER))
+
+#define WIN_ASSERT_PARAMS const F *assertion, const F *win, F *ierr
+typedef void win_assert_fn(WIN_ASSERT_PARAMS);
+ENTRIES(win_fence, WIN_FENCE, win_assert_fn, WIN_ASSERT_PARAMS,
+        TRACED_CALL(OP_Win_fence, pmpi(assertion, win, ierr), NO_PEER))
+ENTRIES(win_lock_all, WIN_LOCK_ALL, win_assert_fn, WIN_ASSERT_PARAMS,
+        TRACED_CALL(OP_Win_lock_all, pmpi(assertion, win, ierr), NO_PEER))
+
+#define WIN_RANK_PARAMS const F *rank, const F *win, F *ierr
+typedef void win_rank_fn(WIN_RANK_PARAMS);
+ENTRIES(win_unlock, WIN_UNLOCK, win_rank_fn, WIN_RANK_PARAMS,
+        TRACED_CALL(OP_Win_unlock, pmpi(rank, win, ierr), TARGET_PEER))
+ENTRIES(win_flush, WIN_FLUSH, win_rank_fn, WIN_RANK_PARAMS,
+        TRACED_CALL(OP_Win_flush, pmpi(rank, win, ierr), TARGET_PEER))
+ENTRIES(win_flush_local, WIN_FLUSH_LOCAL, win_rank_fn, WIN_RANK_PARAMS,
+        TRACED_CALL(OP_Win_flush_local, pmpi(rank, win, ierr), TARGET_PEER))
+
+#define WIN_LOCK_PARAMS const F *lock_type, const F *rank, const F *assertion, const F *win, F *ierr
+typedef void win_lock_fn(WIN_LOCK_PARAMS);
+ENTRIES(win_lock, WIN_LOCK, win_lock_fn, WIN_LOCK_PARAMS,
+        TRACED_CALL(OP_Win_lock, pmpi(lock_type, rank, assertion, win, ierr), TARGET_PEER))
+
+#define WIN_GROUP_PARAMS const F *group, const F *assertion, const F *win, F *ierr
+typedef void win_group_fn(WIN_GROUP_PARAMS);
+ENTRIES(win_post, WIN_POST, win_group_fn, WIN_GROUP_PARAMS,
+        TRACED_CALL(OP_Win_post, pmpi(group, assertion, win, ierr), NO_PEER))
+ENTRIES(win_start, WIN_START, win_group_fn, WIN_GROUP_PARAMS,
+        TRACED_CALL(OP_Win_start, pmpi(group, assertion, win, ierr), NO_PEER))
+
+#define WIN_TEST_PARAMS const F *win, F *flag, F *ierr
+typedef void win_test_fn(WIN_TEST_PARAMS);
+ENTRIES(win_test, WIN_TEST, win_test_fn, WIN_TEST_PARAMS,
+        TRACED_CALL(OP_Win_test, pmpi(win, flag, ierr), NO_PEER))
