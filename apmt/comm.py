@@ -36,9 +36,18 @@ from apmt.series import (
 )
 
 P2P = re.compile(r"(Send|Recv|Sendrecv|Isend|Irecv|Issend|Ibsend|Irsend|Bsend|Rsend|Ssend|"
-                 r"Put|Get|Accumulate)(_replace|_init)?$", re.IGNORECASE)
-NO_VOLUME = re.compile(r"(Wait|Test|Probe|Iprobe|Barrier|Win_|Comm_|Init|Finalize)",
-                       re.IGNORECASE)
+                 r"Put|Get|Accumulate|Fetch_and_op|Compare_and_swap)(_replace|_init)?$",
+                 re.IGNORECASE)
+# calls that complete or start point-to-point transfers, and one-sided ones' synchronisation
+# but for the window's collective MPI_Win_fence (and its creation and freeing)
+P2P_COMPLETION = re.compile(r"(Wait|Test|Probe|Iprobe|Start"
+                            r"|Win_(lock|unlock|flush|sync|post|start|complete|wait|test))",
+                            re.IGNORECASE)
+# calls that move no bytes of their own; MPI_Init by its prefix, as the persistent requests'
+# names end in _init (MPI_Send_init: the tracer counts their transfers under it); MPI_Start[all]
+# only where the tracer did not know the requests started
+NO_VOLUME = re.compile(r"(Wait|Test|Probe|Iprobe|Start|Barrier|Win_|Comm_|(\bP?MPI_|^)Init"
+                       r"|Finalize)", re.IGNORECASE)
 MPI_PREFIX = re.compile(r"^p?mpi_", re.IGNORECASE)
 F08_SUFFIX = re.compile(r"_f08$", re.IGNORECASE)
 COMM_KEYS = ("op", "library")
@@ -51,10 +60,16 @@ def kind_of(op: str) -> str:
     C, PMPI and Fortran spellings alike: Fortran symbols are lower case and may end in
     underscores (``mpi_send_``, ``pmpi_wait__``) and, from the mpi_f08 module, in ``_f08``
     (``mpi_send_f08_``), which would hide the name's ending. Probes wait for a
-    point-to-point message, as waits and tests complete one.
+    point-to-point message, as waits and tests complete one; MPI_Start[all] start persistent
+    ones (the tracer counts those under their init's name, MPI_Send_init, and under
+    MPI_Start[all] only requests it did not see made, MPI-4's persistent collectives). One-sided
+    transfers (MPI_Put, MPI_Rget, MPI_Fetch_and_op, ...) are point-to-point, and so are the
+    window synchronisations that complete them with some targets (MPI_Win_lock, _unlock,
+    _flush, _post, _start, _complete, _wait, ...); MPI_Win_fence, over the window's whole
+    group, is a collective, as are the neighborhood collectives.
     """
     name = F08_SUFFIX.sub("", MPI_PREFIX.sub("", op).rstrip("_"))
-    if P2P.search(name) or re.match(r"(Wait|Test|Probe|Iprobe)", name, re.IGNORECASE):
+    if P2P.search(name) or P2P_COMPLETION.match(name):
         return "p2p"
     return "collective"
 

@@ -59,6 +59,57 @@ def test_nonblocking_collectives(name: str) -> None:
     assert bool(NO_VOLUME.search(f"MPI_{name}")) == (name == "Ibarrier")
 
 
+@pytest.mark.parametrize("name", [
+    "Send_init", "Ssend_init", "Bsend_init", "Rsend_init", "Recv_init", "Put", "Get",
+    "Accumulate", "Get_accumulate", "Fetch_and_op", "Compare_and_swap", "Rput", "Rget",
+    "Raccumulate", "Rget_accumulate"])
+def test_persistent_and_one_sided_transfers(name: str) -> None:
+    """The tracer writes a persistent request's transfers under its init's name (MPI_Send_init)
+    and one-sided ones under their own: point-to-point with a volume, in every spelling
+    (before, the _init of MPI_Send_init was taken for MPI_Init's, which has no volume)."""
+    for op in (f"MPI_{name}", f"PMPI_{name}", f"mpi_{name.lower()}_", f"MPI_{name.upper()}",
+               f"mpi_{name.lower()}_f08_"):
+        assert kind_of(op) == "p2p"
+        assert not NO_VOLUME.search(op)
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("Win_fence", "collective"), ("Win_lock", "p2p"), ("Win_unlock", "p2p"),
+    ("Win_lock_all", "p2p"), ("Win_unlock_all", "p2p"), ("Win_flush", "p2p"),
+    ("Win_flush_all", "p2p"), ("Win_flush_local", "p2p"), ("Win_flush_local_all", "p2p"),
+    ("Win_sync", "p2p"), ("Win_post", "p2p"), ("Win_start", "p2p"), ("Win_complete", "p2p"),
+    ("Win_wait", "p2p"), ("Win_test", "p2p"), ("Win_create", "collective"),
+    ("Win_free", "collective"), ("Start", "p2p"), ("Startall", "p2p")])
+def test_window_synchronisation_and_starts(name: str, kind: str) -> None:
+    """A window's synchronisation completes one-sided transfers with some targets, as a wait
+    completes a send: point-to-point; the fence, over the window's group, and the window's
+    creation and freeing are collectives. MPI_Start[all] start persistent point-to-point
+    requests (the tracer writes them only for requests it did not see made). None has a volume
+    of its own."""
+    for op in (f"MPI_{name}", f"mpi_{name.lower()}_", f"mpi_{name.lower()}_f08_"):
+        assert kind_of(op) == kind
+        assert NO_VOLUME.search(op)
+
+
+@pytest.mark.parametrize("name", [
+    "Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv",
+    "Neighbor_alltoallw", "Ineighbor_allgather", "Ineighbor_allgatherv", "Ineighbor_alltoall",
+    "Ineighbor_alltoallv", "Ineighbor_alltoallw"])
+def test_neighborhood_collectives(name: str) -> None:
+    """Blocking and non-blocking, collectives with a volume (a rank's blocks to its
+    neighbours), in every spelling."""
+    for op in (f"MPI_{name}", f"mpi_{name.lower()}_", f"mpi_{name.lower()}_f08_"):
+        assert kind_of(op) == "collective"
+        assert not NO_VOLUME.search(op)
+
+
+@pytest.mark.parametrize("op", ["MPI_Init", "PMPI_Init", "mpi_init_", "MPI_INIT_THREAD",
+                                "mpi_init_thread_f08_", "MPI_Finalize"])
+def test_init_and_finalize_have_no_volume(op: str) -> None:
+    """MPI_Init is told from the persistent inits (MPI_Send_init) by its prefix."""
+    assert NO_VOLUME.search(op)
+
+
 def comm_table(op: str, calls: float, bytes_: np.ndarray, time: np.ndarray) -> pd.DataFrame:
     table = pd.DataFrame({"op": op, "calls": calls, "bytes": bytes_, "time": time, "p": P})
     return check_table(table, "synthetic", "communication")
@@ -131,6 +182,18 @@ def test_waits_are_fitted_over_p_alone() -> None:
     assert operation.kind == "p2p"
     assert not operation.uses_volume and operation.volume is None
     assert operation.predict(TARGET)[0][0] == pytest.approx(1e-3, rel=0.05)
+
+
+@pytest.mark.parametrize(("op", "kind", "volume"), [
+    ("MPI_Send_init", "p2p", "bytes"), ("MPI_Rput", "p2p", "bytes"),
+    ("mpi_ineighbor_alltoall_f08_", "collective", "size_per_call")])
+def test_traced_persistent_one_sided_and_neighborhood_operations_are_fitted_with_their_volume(
+        op: str, kind: str, volume: str) -> None:
+    """The tracer's rows for persistent transfers, one-sided ones and neighborhood collectives
+    are modelled as the point-to-point or collective operations they are, bytes included."""
+    operation = fitted(comm_table(op, 100.0, p2p_bytes(P), p2p_truth(p2p_bytes(P))))
+    assert operation.kind == kind
+    assert operation.volume == volume and operation.uses_volume
 
 
 def test_per_rank_means_over_ranks_and_repetitions() -> None:
