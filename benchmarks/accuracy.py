@@ -9,8 +9,8 @@ hold the measured value and their median width (upper/lower), from one run; then
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
 ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse, Reduce and
-Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, the P x size sets, and all but those
-(--long: every method's).
+Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, the P x size sets, and all
+but those (--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -209,7 +209,7 @@ the analytic model's 10.1% (760 points, 95% inside, median width 1.54; 4.44% wit
 trend turned off); its MPI operations 77.1% against the analytic model's 55.7% (20 points, all
 inside, median width 146; 52.4% without the trend); its application time 14.0% and 42.9% at P
 = 16 and 32 against Amdahl's 14.7% and 42.4%.
-The ECP proxy miniVite came last (GRAPH_COMMUNITY, pooled as "graph community detection"),
+The ECP proxy miniVite came next (GRAPH_COMMUNITY, pooled as "graph community detection"),
 after Quicksilver, nothing changed for it: one phase of distributed Louvain community
 detection on a random geometric graph of 60,000 vertices it generates itself, P = 1, 2, 4, 8
 (powers of 2 only) and 16, 32. Its first evaluation: 14.3% against the power law's 18.0% and
@@ -217,6 +217,12 @@ the analytic model's 42.6% (212 points, 97% inside, median width 2.36; with 4 P 
 latest trend is tried); its MPI operations 152% against Extra-P's 36.4% (18 points, all
 inside, median width 550); its application time 45.4% and 66.6% at P = 16 and 32 against the
 analytic model's 0.8% and 13.7%.
+LANL's SNAP came last (SWEEPS, pooled as "transport sweeps"), after miniVite, nothing changed
+for it: discrete-ordinates transport on 48x24x24 cells, its KBA sweeps pipelined over a y-z
+grid of ranks (one input file per P), P = 1..8 and 16, 32. Its first evaluation: 3.38% against
+the analytic model's 8.08% and the power law's 21.8% (152 points, 90% inside, median width
+2.04); its MPI operations 43.1% against Extra-P's 33.5% (14 points, all inside, median width
+518); its application time 3.4% and 48.4% at P = 16 and 32 against Amdahl's 3.6% and 48.4%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -227,7 +233,7 @@ out of "all". With LAMMPS, also the application's time assembled as the workflow
 from rolling origins (see application()); with every set, the application's time at the
 held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the
 transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse,
-Reduce, Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite; see
+Reduce, Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP; see
 applications()), next to the baselines fitted to the measured application time. Its first run
 (Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0%
 against 25.5%); reconciled with the measured whole since (apmt.predict._reconciled), 20.9%;
@@ -367,9 +373,14 @@ MONTE_CARLO = {"quicksilver": "particles"}
 # Louvain community detection on a random geometric graph it generates itself; P a power of
 # 2), strong scaling in the vertices, fit P <= 8 (1, 2, 4, 8), predict 16 and 32
 GRAPH_COMMUNITY = {"minivite": "vertices"}
+# and after it, nothing changed for it: LANL's SNAP (discrete-ordinates transport, its sweeps
+# pipelined over a 2-D grid of ranks given in one input file per P), strong scaling in the
+# cells, fit P <= 8, predict 16 and 32
+SWEEPS = {"snap": "cells"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
                  **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL, **IMPLICIT,
-                 **MOLECULAR, **LINK_CELLS, **MONTE_CARLO, **GRAPH_COMMUNITY}
+                 **MOLECULAR, **LINK_CELLS, **MONTE_CARLO, **GRAPH_COMMUNITY,
+                 **SWEEPS}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -586,7 +597,8 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "mini molecular dynamics": _with_comm(MOLECULAR),
          "link-cell molecular dynamics": _with_comm(LINK_CELLS),
          "Monte Carlo transport": _with_comm(MONTE_CARLO),
-         "graph community detection": _with_comm(GRAPH_COMMUNITY)}
+         "graph community detection": _with_comm(GRAPH_COMMUNITY),
+         "transport sweeps": _with_comm(SWEEPS)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
