@@ -9,8 +9,8 @@ hold the measured value and their median width (upper/lower), from one run; then
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
 ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse, Reduce and
-Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, the P x size sets, and
-all but those (--long: every method's).
+Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2, the P x size
+sets, and all but those (--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -223,13 +223,20 @@ grid of ranks (one input file per P), P = 1..8 and 16, 32. Its first evaluation:
 the analytic model's 8.08% and the power law's 21.8% (152 points, 90% inside, median width
 2.04); its MPI operations 43.1% against Extra-P's 33.5% (14 points, all inside, median width
 518); its application time 3.4% and 48.4% at P = 16 and 32 against Amdahl's 3.6% and 48.4%.
-LLNL's AMG came last (MULTIGRID, pooled as "algebraic multigrid"), after SNAP, nothing changed
+LLNL's AMG came next (MULTIGRID, pooled as "algebraic multigrid"), after SNAP, nothing changed
 for it, the second in weak scaling: algebraic multigrid (hypre's BoomerAMG setting up its
 hierarchy at every time step and preconditioning GMRES), 20^3 points per rank on the grid
 {px} x {py} x {pz}, P = 1..8 and 16, 32. Its first evaluation: 1.19% against Extra-P's 3.16%
 and the power law's 3.34% (576 points, 93% inside, median width 1.23); its MPI operations
 73.0% against Extra-P's 68.2% (34 points, all inside, median width 5,916); its application
 time 45.9% and 67.4% at P = 16 and 32 against the power law's 33.8% and 60.0%.
+ExMatEx's CoSP2 came last (PURIFICATION, pooled as "density-matrix purification"), after AMG,
+nothing changed for it: LATTE's SP2 purification of a 12,288-row sparse Hamiltonian, its rows
+split over the ranks, P = 1..8 and 16, 32. Its first evaluation: 0.14% against the analytic
+model's 1.44% and the power law's 1.72% (198 points, 91% inside, median width 1.04; its counts
+fall exactly as 1/P, its times alone 11.5% against the power law's 19.8%); its MPI operations
+60.1% against Extra-P's 42.1% (10 points, 90% inside, median width 33.8); its application time
+22.2% and 36.5% at P = 16 and 32 against Amdahl's 21.5% and 47.2%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -240,7 +247,7 @@ out of "all". With LAMMPS, also the application's time assembled as the workflow
 from rolling origins (see application()); with every set, the application's time at the
 held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the
 transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse,
-Reduce, Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG; see
+Reduce, Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2; see
 applications()), next to the baselines fitted to the measured application time. Its first run
 (Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0%
 against 25.5%); reconciled with the measured whole since (apmt.predict._reconciled), 20.9%;
@@ -390,10 +397,14 @@ SWEEPS = {"snap": "cells"}
 # predict 16 and 32
 MULTIGRID = {"amg": "side"}
 WEAK_SCALED = {**WEAK, **MULTIGRID}
+# and after it, nothing changed for it: ExMatEx's CoSP2 (the density matrix by SP2
+# purification, a sparse matrix squared at every step, its rows split over the ranks, which
+# gather the others' rows they need), strong scaling in the rows, fit P <= 8, predict 16 and 32
+PURIFICATION = {"cosp2": "rows"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
                  **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL, **IMPLICIT,
                  **MOLECULAR, **LINK_CELLS, **MONTE_CARLO, **GRAPH_COMMUNITY,
-                 **SWEEPS, **MULTIGRID}
+                 **SWEEPS, **MULTIGRID, **PURIFICATION}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -612,7 +623,8 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "Monte Carlo transport": _with_comm(MONTE_CARLO),
          "graph community detection": _with_comm(GRAPH_COMMUNITY),
          "transport sweeps": _with_comm(SWEEPS),
-         "algebraic multigrid": _with_comm(MULTIGRID)}
+         "algebraic multigrid": _with_comm(MULTIGRID),
+         "density-matrix purification": _with_comm(PURIFICATION)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
