@@ -12,10 +12,14 @@ import re
 MPI_RUNTIME, LOADER, SYSTEM, UNKNOWN = "<MPI runtime>", "<loader>", "<system>", "<unknown>"
 KERNEL = "<kernel>"   # the OS kernel, as samplers name it
 PLT_SUFFIX = "@plt"   # a procedure linkage table stub, as perf names it
-# the ELF's start-up and shut-down stubs (crti's _init and _fini): symbols without a size,
-# which perf stretches to the next symbol, so that a sample in the PLT's resolver entry right
-# after .init is named _init; they are no function of the application, and run only once
-ELF_STUBS = frozenset({"_init", "_fini"})
+# the ELF's start-up and shut-down stubs (crti's _init and _fini) and GCC's (crtstuff's
+# transactional-memory clones' registration, the destructors' and frame_dummy): symbols
+# without a size, which perf stretches to the next symbol (a sample in the PLT's resolver
+# entry right after .init is named _init) and cachegrind does not name (their counts go to
+# ???); no function of the application, they run once at start or exit. NPB SP S's runs
+# sampled frame_dummy once; a test run sampled __do_global_dtors_aux as the program ended.
+ELF_STUBS = frozenset({"_init", "_fini", "deregister_tm_clones", "register_tm_clones",
+                       "__do_global_dtors_aux", "frame_dummy"})
 RUNTIME_BUCKETS = (MPI_RUNTIME, LOADER, SYSTEM, UNKNOWN)
 MPI_NAME = re.compile(r"^(P?MPI_|p?mpi_)\w+", re.IGNORECASE)
 # the libraries of MPI implementations, their transports and helpers, and apmt's own PMPI
