@@ -674,12 +674,16 @@ def test_a_plt_stub_is_no_function_in_perf_nor_cachegrind(tmp_path, plt_calls):
     a sample in libm's IFUNC resolver as MPI started, which perf names __sincosf_ifunc and
     cachegrind sincosf (apmt.names.function_name), as another run showed, and a sample in
     GCC's __do_global_dtors_aux as the program ended, which cachegrind counts under ???
-    (a symbol without a size, apmt.names.ELF_STUBS), as a third showed."""
+    (a symbol without a size, apmt.names.ELF_STUBS), as a third showed. Whether a sample
+    lands on the stub's one jump at all depends on the processor (about 1% of them here, none
+    in one run of the suite): its time is asserted where perf's report names it."""
     counts, timed = counted_and_sampled(tmp_path, plt_calls, 200_000, 100_000_000)
     assert "memcpy" not in set(timed["kernel"]) | set(counts["kernel"])
     functions = {k for k in timed["kernel"] if not k.startswith("<")}
-    assert "copy_loop" in functions and functions <= set(counts["kernel"])
-    assert timed.loc[timed["kernel"] == UNKNOWN, "value"].sum() > 0
+    assert "copy_loop" in functions and functions <= set(counts["kernel"]), functions
+    reports = "".join(report.read_text() for report in (tmp_path / "perf-clock").glob("*.txt"))
+    if "memcpy@plt" in reports:
+        assert timed.loc[timed["kernel"] == UNKNOWN, "value"].sum() > 0
     jumps = counts[(counts["kernel"] == UNKNOWN) & (counts["metric"] == "instructions")]
     assert jumps.groupby("rank")["value"].sum().min() >= 200_000     # one per call
 
