@@ -9,8 +9,8 @@ hold the measured value and their median width (upper/lower), from one run; then
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
 ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse, Reduce and
-Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2, the P x size
-sets, and all but those (--long: every method's).
+Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2, Nekbone, the P
+x size sets, and all but those (--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -230,13 +230,21 @@ hierarchy at every time step and preconditioning GMRES), 20^3 points per rank on
 and the power law's 3.34% (576 points, 93% inside, median width 1.23); its MPI operations
 73.0% against Extra-P's 68.2% (34 points, all inside, median width 5,916); its application
 time 45.9% and 67.4% at P = 16 and 32 against the power law's 33.8% and 60.0%.
-ExMatEx's CoSP2 came last (PURIFICATION, pooled as "density-matrix purification"), after AMG,
+ExMatEx's CoSP2 came next (PURIFICATION, pooled as "density-matrix purification"), after AMG,
 nothing changed for it: LATTE's SP2 purification of a 12,288-row sparse Hamiltonian, its rows
 split over the ranks, P = 1..8 and 16, 32. Its first evaluation: 0.14% against the analytic
 model's 1.44% and the power law's 1.72% (198 points, 91% inside, median width 1.04; its counts
 fall exactly as 1/P, its times alone 11.5% against the power law's 19.8%); its MPI operations
 60.1% against Extra-P's 42.1% (10 points, 90% inside, median width 33.8); its application time
 22.2% and 36.5% at P = 16 and 32 against Amdahl's 21.5% and 47.2%.
+Nekbone came next (SPECTRAL_ELEMENT, pooled as "spectral element"), after CoSP2, nothing
+changed for it, the third in weak scaling: Nek5000's spectral-element proxy, conjugate
+gradients on a Poisson problem with order-8 tensor-product operators per element, 64 elements
+per rank, P = 1..8 and 16, 32. Its first evaluation: 0.02% against the analytic model's 1.46%
+and Extra-P's 1.53% (372 points, 96% inside, median width 1.14; its counts stay per rank, its
+42 sampled times 25.3% against Extra-P's 11.6%); its MPI operations 36.6% against Extra-P's
+27.3% (16 points, all inside, median width 510); its application time 0.4% and 5.4% at P = 16
+and 32 against Amdahl's 17.6% and 41.2%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -244,20 +252,19 @@ of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' 
 set; the line through the measured values came from it and the three ``_size`` sets). They
 hold other sets' points again, so they are pooled on their own ("classes together") and left
 out of "all". With LAMMPS, also the application's time assembled as the workflow does (Eq. 2),
-from rolling origins (see application()); with every set, the application's time at the
-held-out P of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the
-transpose, miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse,
-Reduce, Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2; see
-applications()), next to the baselines fitted to the measured application time. Its first run
-(Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0%
-against 25.5%); reconciled with the measured whole since (apmt.predict._reconciled), 20.9%;
-Graph500, added after that, 2.8% against the power law's 31.2%; miniAMR 19.7% against Amdahl's
-37.5%; the PIC kernel 5.0% against 15.0%; PENNANT 11.5% against Amdahl's 3.7%; the DGEMM 11.8%
-against 10.8%; the Synch_p2p 36.3% against Amdahl's 21.3%; the Random 60.2% against 49.1%; the
-Stencil 8.7% against 7.5%; the Nstream 19.7% against 5.2%. Since no part exceeds the whole
-(apmt.predict.within), all 53 points 15.4% against Amdahl's 17.7% (18.7% before); the Sparse,
-added after that, 46.9% against 35.6%; all 55, 15.8% against 17.7%; the Reduce 28.8% against
-18.6%; all 57, 15.8% against 17.7%.
+from rolling origins (see application()); with every set, the application's time at the held-out P
+of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the transpose,
+miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse, Reduce, Synch_global,
+TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2, Nekbone; see applications()), next
+to the baselines fitted to the measured application time. Its first run (Eq. 2's sum alone) gave
+27.0% against Amdahl's 19.2% (33 points; the new applications 98.0% against 25.5%); reconciled with
+the measured whole since (apmt.predict._reconciled), 20.9%; Graph500, added after that, 2.8%
+against the power law's 31.2%; miniAMR 19.7% against Amdahl's 37.5%; the PIC kernel 5.0% against
+15.0%; PENNANT 11.5% against Amdahl's 3.7%; the DGEMM 11.8% against 10.8%; the Synch_p2p 36.3%
+against Amdahl's 21.3%; the Random 60.2% against 49.1%; the Stencil 8.7% against 7.5%; the Nstream
+19.7% against 5.2%. Since no part exceeds the whole (apmt.predict.within), all 53 points 15.4%
+against Amdahl's 17.7% (18.7% before); the Sparse, added after that, 46.9% against 35.6%; all 55,
+15.8% against 17.7%; the Reduce 28.8% against 18.6%; all 57, 15.8% against 17.7%.
 """
 
 from __future__ import annotations
@@ -396,15 +403,20 @@ SWEEPS = {"snap": "cells"}
 # step; persistent requests carry its halo exchanges), its side^3 points per rank, fit P <= 8,
 # predict 16 and 32
 MULTIGRID = {"amg": "side"}
-WEAK_SCALED = {**WEAK, **MULTIGRID}
 # and after it, nothing changed for it: ExMatEx's CoSP2 (the density matrix by SP2
 # purification, a sparse matrix squared at every step, its rows split over the ranks, which
 # gather the others' rows they need), strong scaling in the rows, fit P <= 8, predict 16 and 32
 PURIFICATION = {"cosp2": "rows"}
+# and after it, nothing changed for it: Nekbone (Nek5000's spectral-element proxy: conjugate
+# gradients on a Poisson problem, order-8 tensor-product operators per element, the shared
+# faces summed by gslib's gather-scatter), its elements per rank: weak scaling, fit P <= 8,
+# predict 16 and 32
+SPECTRAL_ELEMENT = {"nekbone": "elements"}
+WEAK_SCALED = {**WEAK, **MULTIGRID, **SPECTRAL_ELEMENT}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
                  **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL, **IMPLICIT,
                  **MOLECULAR, **LINK_CELLS, **MONTE_CARLO, **GRAPH_COMMUNITY,
-                 **SWEEPS, **MULTIGRID, **PURIFICATION}
+                 **SWEEPS, **MULTIGRID, **PURIFICATION, **SPECTRAL_ELEMENT}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -624,7 +636,8 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "graph community detection": _with_comm(GRAPH_COMMUNITY),
          "transport sweeps": _with_comm(SWEEPS),
          "algebraic multigrid": _with_comm(MULTIGRID),
-         "density-matrix purification": _with_comm(PURIFICATION)}
+         "density-matrix purification": _with_comm(PURIFICATION),
+         "spectral element": _with_comm(SPECTRAL_ELEMENT)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
