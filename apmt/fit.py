@@ -29,7 +29,8 @@ and, where those backtests could check only the classic laws, holding their fore
 (SeriesFit.scatter), since a value to come is measured in such runs. Beyond the largest
 measured P, a series whose latest trend (the power law through its two largest values)
 backtested clearly better than its function is forecast by that trend, its interval holding
-both (SeriesFit.latest, apmt.fit_table.latest_trends).
+both (SeriesFit.latest, apmt.fit_table.latest_trends); a kernel's time with an instruction
+count, by the count's forecast times its time per instruction (apmt.fit_table.counted_times).
 """
 
 from __future__ import annotations
@@ -261,6 +262,10 @@ class SeriesFit:
     # latest_trends): beyond the largest value it is the prediction, the interval holding the
     # function's forecast as well
     latest: list[tuple[Hypothesis, np.ndarray]] = field(default_factory=list)
+    # what ``latest`` holds where it is not the latest trend, in words for the predictions'
+    # reasons (a sampled time forecast through its kernel's instruction count:
+    # apmt.fit_table.counted_times)
+    ahead_by: str = ""
     # how far the function misses the measured values it was fitted to, at worst (a factor:
     # 1 exact), and where: a series that changes regime (NPB FT's fft_ counts 4,500 times the
     # instructions at P = 1 that it counts from P = 2) or scatters is not followed everywhere
@@ -518,11 +523,11 @@ class SeriesFit:
                 for at, fit in self.strata])
         if not self.latest:
             return np.zeros(count, bool)
-        variable = self.latest[0][0].bases[0][0].variable
         beyond = outside(self.domain, values)     # the others were measured at one value
+        varying = [name for name, (low, high) in self.domain.items() if high > low]
         at_measured = [np.abs(beyond.get(name, np.full(count, np.inf))) < 1e-9
-                       for name in self.domain if name != variable]
-        return np.logical_and.reduce([beyond[variable] > 0, *at_measured])
+                       for name in self.domain if name not in varying]
+        return np.logical_and.reduce([*(beyond[name] > 0 for name in varying), *at_measured])
 
     def without_trend(self) -> SeriesFit:
         """The fit as its function alone forecasts, without latest trends (its strata's too):
@@ -578,6 +583,7 @@ class SeriesFit:
             "averaged": self.averaged, "fold_bias": self.fold_bias,
             "noise_width": self.noise_width, "drift_width": self.drift_width, "step": self.step,
             "anchors": _shapes_dict(self.anchors), "latest": _shapes_dict(self.latest),
+            "ahead_by": self.ahead_by,
             "misfit": self.misfit, "misfit_at": self.misfit_at,
             "strata": [{"at": at, "fit": fit.to_dict()} for at, fit in self.strata],
             "sections": {name: [list(section) for section in measured]
@@ -596,7 +602,7 @@ class SeriesFit:
             alternatives=_shapes_of(data["alternatives"]), averaged=data["averaged"],
             fold_bias=data.get("fold_bias", {}), **_calibration_of(data),
             anchors=_shapes_of(data.get("anchors", [])),
-            latest=_shapes_of(data.get("latest", [])),
+            latest=_shapes_of(data.get("latest", [])), ahead_by=data.get("ahead_by", ""),
             misfit=data.get("misfit", 1.0), misfit_at=data.get("misfit_at", {}),
             strata=[(dict(stratum["at"]), SeriesFit.from_dict(stratum["fit"]))
                     for stratum in data.get("strata", [])],

@@ -20,7 +20,8 @@ step back):
   with the log distance (apmt.fit.SeriesFit.beyond).
 - **Which forecast to carry beyond the data.** Where a series' latest trend (the power law
   through its two largest values) predicted its largest value clearly better than its
-  function did, that trend is its forecast beyond the data (``latest_trends``).
+  function did, that trend is its forecast beyond the data (``latest_trends``); a kernel's
+  time with an instruction count is forecast through the count (``counted_times``).
 
 Fits run in parallel processes when there are many series.
 """
@@ -59,6 +60,7 @@ from apmt.series import (
     fit_plan,
     series_name,
 )
+from apmt.tables import APP_KERNEL, TIME_METRIC
 
 CHUNK = 64          # series fitted at once: large enough that numpy's per-call cost fades
 PARALLEL_FROM = 256  # below this many fits, one process is faster
@@ -70,6 +72,9 @@ MIN_REGIME_SERIES = 3  # a regime is a table's property: not judged from fewer s
 REGIME_FLOOR = 0.005   # median backtest errors below half a percent leave nothing to gain
 REGIME_CHANCE = 0.05   # the sign test's p-value a later start must stay below
 NAMED = 5              # the worst series that a note names
+COUNT_METRIC = "instructions"   # the count a kernel's time is forecast through
+COUNTED_BY = ("its instruction count (the count's forecast times the time per instruction "
+              "at the largest measured P")
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,14 @@ class TableFit:
                          f"values), which predicted that value from the smaller ones at most "
                          f"{LATEST_GAIN:g} times as far off as {their} function did; {their} "
                          "intervals hold the function's forecast as well")
+        counted = self.calibration.get("counted", 0)
+        if counted:
+            are, their = ("is", "its") if counted == 1 else ("are", "their")
+            notes.append(f"{counted} kernel time{'s' if counted > 1 else ''} {are} forecast "
+                         f"beyond {their} largest measured P through {their} kernel's "
+                         f"instruction count: the count's forecast times the time per "
+                         f"instruction at that P; {their} intervals hold the time's own "
+                         "forecast as well")
         if self.calibration.get("multiplier_rule") == "student-t":
             notes.append(f"the intervals beyond the data were calibrated on "
                          f"{self.calibration['backtests']} backtests, fewer than a 90% "
@@ -268,7 +281,11 @@ def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFi
                             {key: errors[key] for key in sampled
                              if key in errors and np.isfinite(errors[key])},
                             fitted_series)
-    trends = latest_trends(units, unit_fits, errors)
+    latest_trends(units, unit_fits, errors)
+    counted = counted_times(units, unit_fits)
+    if counted:
+        calibration["counted"] = counted
+    trends = sum(bool(fit.latest) and not fit.ahead_by for fit in unit_fits.values())
     if trends:
         calibration["latest"] = trends
     for part, fit in unit_fits.items():
@@ -533,6 +550,51 @@ def latest_trends(units: dict, fits: dict, errors: dict[tuple, float]) -> int:
             fits[key].latest = [(law, coefficients)]
             taken += 1
     return taken
+
+
+def counted_times(units: dict, fits: dict) -> int:
+    """Forecast a kernel's sampled time beyond the data through its instruction count: the
+    count's forecast times the time per instruction at the largest measured P
+    (SeriesFit.latest, the interval holding the time's own forecast too); how many series
+    were given it.
+
+    Why: time = instructions x CPI / clock (Eq. 2). A sampled time is a count of samples (a
+    function of 5 ms gets 5 of perf's 1 ms samples per rank) and drifts with the noise of a
+    few, where the instructions, counted (cachegrind, or a hardware counter), do not; the
+    count says how the work moves with P, the time at the largest P what an instruction
+    costs there. For every time with its count (not the application's: its wall time holds
+    the waits no instruction counts), over P alone and from as many P as a latest
+    trend needs (_trend_judged): a backtest of one value (the largest P from the smaller
+    ones) could not tell the two apart where the time drifts (Nekbone's mxm_ fell from 3.5
+    to 0.9 ms from P = 1 to 8, which its own fit carried on, and was 1.4 and 1.6 ms at 16 and
+    32)."""
+    pairs = [(key, (key[0], COUNT_METRIC)) for key in fits
+             if isinstance(key, tuple) and len(key) == 2 and key[1] == TIME_METRIC
+             and key[0] != APP_KERNEL and (key[0], COUNT_METRIC) in fits
+             and _trend_judged(units[key])
+             and np.array_equal(units[key].levels, units[(key[0], COUNT_METRIC)].levels)]
+    for key, count in pairs:
+        fits[key].latest = [_scaled(fits[count], _per_count(units[key], units[count]))]
+        fits[key].ahead_by = COUNTED_BY
+    return len(pairs)
+
+
+def _per_count(time: SeriesData, count: SeriesData) -> float:
+    """The time per counted instruction at the series' largest value of P."""
+    last = time.values[time.primary] == time.levels[-1]
+    return float(np.mean(time.y[last]) / np.mean(count.y[count.values[count.primary]
+                                                           == count.levels[-1]]))
+
+
+def _scaled(fit: SeriesFit, factor: float) -> tuple[Hypothesis, np.ndarray]:
+    """The count's forecast beyond the data (its latest trend where it has one, else its
+    function) times ``factor``, as one shape."""
+    hypothesis, coefficients = fit.latest[0] if fit.latest else (fit.hypothesis,
+                                                                 fit.coefficients)
+    if hypothesis.form == "loglinear":
+        return hypothesis, np.concatenate([[coefficients[0] + math.log(factor)],
+                                           coefficients[1:]])
+    return hypothesis, coefficients * factor
 
 
 def _trend_judged(series: SeriesData) -> bool:

@@ -101,12 +101,16 @@ def outgrowing(model: Model, values: dict[str, np.ndarray], whole: Bounds | None
 def _saying_trend(reasons: list[str], fit: SeriesFit, values: dict[str, np.ndarray],
                   metric: str) -> list[str]:
     """The reasons, where a series' latest trend forecasts it (apmt.fit.SeriesFit.latest),
-    with what its function gave: the trend won one backtest, and the interval holds both."""
+    with what its function gave: the trend won one backtest, and the interval holds both; or
+    where what ``ahead_by`` says does (a time through its instruction count)."""
     taken = fit.trend_at(values)
     if not taken.any():
         return reasons
     function = fit.without_trend().predict(values)[0]
     said = seconds if metric == TIME_METRIC else (lambda value: f"{value:.3g}")
+    if fit.ahead_by:
+        return _added(reasons, taken, lambda i: f"forecast by {fit.ahead_by}; its own "
+                      f"function: {said(function[i])})")
     return _added(reasons, taken, lambda i: "forecast by its latest trend (the power law "
                   "through its two largest measured values; its function, which predicted the "
                   f"largest of them less well: {said(function[i])})")

@@ -194,7 +194,9 @@ def fitted_up_to_8(folder: Path, param: str) -> tuple[pd.DataFrame, Model]:
 def test_a_forecast_by_the_latest_trend_says_so(measured_data: Path) -> None:
     """The ParRes Stencil from P <= 8: a row beyond the data whose series is forecast by its
     latest trend (apmt.fit_table.latest_trends) says so, with what its function gave; no row
-    inside the data does, nor a row of a series without a trend."""
+    inside the data does, nor a row of a series without a trend; a kernel's time forecast
+    through its instruction count (apmt.fit_table.counted_times) says that, with what its
+    own function gave."""
     table, model = fitted_up_to_8(measured_data / "prk_stencil", "n")
     size = float(table["n"].iloc[0])
     rows = predict(model, pd.DataFrame({"p": [6, 16, 32], "n": size}))
@@ -205,7 +207,14 @@ def test_a_forecast_by_the_latest_trend_says_so(measured_data: Path) -> None:
         function = fit.without_trend().predict({"p": np.array([row.p], float),
                                                 "n": np.array([size])})[0][0]
         assert fit.latest and f"less well: {function:.3g}" in row.trust_reason
-    plain = rows[~said & (rows["p"] > 8) & rows["kernel"].ne(APP_KERNEL)]
+    counted = rows["trust_reason"].str.contains("forecast by its instruction count", na=False)
+    assert counted.sum() >= 6 and set(rows.loc[counted, "p"]) == {16, 32}
+    for row in rows[counted].itertuples():
+        fit = model.fit_of(row.kernel, row.metric)
+        function = fit.without_trend().predict({"p": np.array([row.p], float),
+                                                "n": np.array([size])})[0][0]
+        assert row.metric == "time" and f"own function: {function:.3g}" in row.trust_reason
+    plain = rows[~said & ~counted & (rows["p"] > 8) & rows["kernel"].ne(APP_KERNEL)]
     fits = [model.fit_of(k, m) for k, m in plain[["kernel", "metric"]].itertuples(index=False)]
     assert len(fits) >= 30 and not any(fit.latest for fit in fits if fit is not None)
 
