@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -191,6 +192,17 @@ def fitted_up_to_8(folder: Path, param: str) -> tuple[pd.DataFrame, Model]:
                               comm=comm[comm["p"] <= 8])
 
 
+def _saying_function(model: Model, rows: pd.DataFrame, size: float, before: str
+                     ) -> Iterator[bool]:
+    """Per row forecast beyond its function, whether its reason gives what the function
+    alone gave, after ``before``."""
+    for row in rows.itertuples():
+        fit = model.fit_of(row.kernel, row.metric)
+        function = fit.without_trend().predict({"p": np.array([row.p], float),
+                                                "n": np.array([size])})[0][0]
+        yield bool(fit.latest) and f"{before}{function:.3g}" in row.trust_reason
+
+
 def test_a_forecast_by_the_latest_trend_says_so(measured_data: Path) -> None:
     """The ParRes Stencil from P <= 8: a row beyond the data whose series is forecast by its
     latest trend (apmt.fit_table.latest_trends) says so, with what its function gave; no row
@@ -202,18 +214,11 @@ def test_a_forecast_by_the_latest_trend_says_so(measured_data: Path) -> None:
     rows = predict(model, pd.DataFrame({"p": [6, 16, 32], "n": size}))
     said = rows["trust_reason"].str.contains("forecast by its latest trend", na=False)
     assert said.sum() >= 40 and set(rows.loc[said, "p"]) == {16, 32}
-    for row in rows[said].itertuples():
-        fit = model.fit_of(row.kernel, row.metric)
-        function = fit.without_trend().predict({"p": np.array([row.p], float),
-                                                "n": np.array([size])})[0][0]
-        assert fit.latest and f"less well: {function:.3g}" in row.trust_reason
+    assert all(_saying_function(model, rows[said], size, "less well: "))
     counted = rows["trust_reason"].str.contains("forecast by its instruction count", na=False)
     assert counted.sum() >= 6 and set(rows.loc[counted, "p"]) == {16, 32}
-    for row in rows[counted].itertuples():
-        fit = model.fit_of(row.kernel, row.metric)
-        function = fit.without_trend().predict({"p": np.array([row.p], float),
-                                                "n": np.array([size])})[0][0]
-        assert row.metric == "time" and f"own function: {function:.3g}" in row.trust_reason
+    assert all(_saying_function(model, rows[counted], size, "own function: "))
+    assert set(rows.loc[counted, "metric"]) == {"time"}
     plain = rows[~said & ~counted & (rows["p"] > 8) & rows["kernel"].ne(APP_KERNEL)]
     fits = [model.fit_of(k, m) for k, m in plain[["kernel", "metric"]].itertuples(index=False)]
     assert len(fits) >= 30 and not any(fit.latest for fit in fits if fit is not None)
