@@ -806,17 +806,19 @@ def test_a_latest_trend_interval_holds_both_forecasts(values: list[float], targe
 
 
 def test_real_sampled_times_are_forecast_through_their_counts(measured_data: Path) -> None:
-    """Profiled on 2 cores at P = 1..8 (perf's 1 ms samples, cachegrind's counts): the
+    """Profiled on 2 cores at P <= 8 (perf's 1 ms samples, cachegrind's counts): the
     kernels' times with an instruction count at the same P are forecast beyond P = 8 through
     the count, the count's forecast times the time per instruction at P = 8. Pooled over
-    four applications, two where it errs less at P = 16 and 32 (Nekbone, PENNANT) and two
-    where more (SNAP, miniMD), it errs less (median) than the times' own functions would
-    have, the intervals holding at least 90% (over the 16 profiled applications with 6 P to
-    8: 447 values, a median log error of 0.146 against 0.243, 11 applications closer). The
-    application's wall time, which holds waits no instruction counts, keeps its own."""
+    five applications, three where it errs less at P = 16 and 32 (Nekbone, PENNANT and,
+    from P = 1, 2, 4, 8, Graph500) and two where more (SNAP, miniMD), it errs less (median)
+    than the times' own functions would have, the intervals holding at least 90% (over the
+    16 profiled applications with 6 P to 8: 447 values, a median log error of 0.146 against
+    0.243, 11 applications closer). The application's wall time, which holds waits no
+    instruction counts, keeps its own."""
     through, own, inside = [], [], []
     for folder, param, times in (("nekbone", "elements", 16), ("pennant", "zones", 25),
-                                 ("snap", "cells", 5), ("minimd", "size", 16)):
+                                 ("snap", "cells", 5), ("minimd", "size", 16),
+                                 ("graph500", "scale", 10)):
         series = points(read_table(measured_data / folder / "measurements.csv",
                                    "measurements"), [param])
         fitted = fit_all(series[series["p"] <= 8], [param], folder)
