@@ -532,8 +532,8 @@ class SeriesFit:
     def without_trend(self) -> SeriesFit:
         """The fit as its function alone forecasts, without latest trends (its strata's too):
         what a row forecast by a trend says its function gave."""
-        return replace(self, latest=[], strata=[(at, fit.without_trend())
-                                                for at, fit in self.strata])
+        return replace(self, latest=[], ahead_by="",
+                       strata=[(at, fit.without_trend()) for at, fit in self.strata])
 
     def beyond(self, distance: np.ndarray) -> np.ndarray:
         """The calibrated log half-width at a log distance beyond the measured range: one

@@ -282,7 +282,7 @@ def fit_table(data: dict[tuple, SeriesData], jobs: int | None = None) -> TableFi
                              if key in errors and np.isfinite(errors[key])},
                             fitted_series)
     latest_trends(units, unit_fits, errors)
-    counted = counted_times(units, unit_fits)
+    counted = counted_times(units, unit_fits)   # after them: a count's trend carries its time
     if counted:
         calibration["counted"] = counted
     trends = sum(bool(fit.latest) and not fit.ahead_by for fit in unit_fits.values())
@@ -518,10 +518,10 @@ def _backtest_error(series: SeriesData, fit: SeriesFit | str | None,
                                   CAPPED_LOG_ERROR)))
 
 
-def latest_trends(units: dict, fits: dict, errors: dict[tuple, float]) -> int:
+def latest_trends(units: dict, fits: dict, errors: dict[tuple, float]) -> None:
     """Give each backtested series whose latest trend (``latest_law``) predicted its largest
     value at most LATEST_GAIN times as far off as its function's backtest that trend as its
-    forecast beyond the data (apmt.fit.SeriesFit.latest); how many were given one.
+    forecast beyond the data (apmt.fit.SeriesFit.latest).
 
     Why: a series measured across a change of regime (ranks beyond a node's cores sharing
     them, a working set coming to fit a cache, a decomposition that steps) follows the
@@ -538,7 +538,6 @@ def latest_trends(units: dict, fits: dict, errors: dict[tuple, float]) -> int:
     trend at P = 256 and lost at 512: 4.8% against 1.1%). And not a trend steeper than any
     power law the family fits (MAX_LOG_EXPONENT): a wait 10 times longer a step on is a
     jump, not a law of cost."""
-    taken = 0
     for key, error in errors.items():
         series = units[key]
         if key not in fits or not np.isfinite(error) or not _trend_judged(series):
@@ -548,8 +547,6 @@ def latest_trends(units: dict, fits: dict, errors: dict[tuple, float]) -> int:
             continue
         if _backtest_error(series, None, latest_forecast) < LATEST_GAIN * error:
             fits[key].latest = [(law, coefficients)]
-            taken += 1
-    return taken
 
 
 def counted_times(units: dict, fits: dict) -> int:
@@ -584,9 +581,9 @@ def counted_times(units: dict, fits: dict) -> int:
 
 def _per_count(time: SeriesData, count: SeriesData) -> float:
     """The time per counted instruction at the series' largest value of P."""
-    last = time.values[time.primary] == time.levels[-1]
-    return float(np.mean(time.y[last]) / np.mean(count.y[count.values[count.primary]
-                                                           == count.levels[-1]]))
+    def last(series: SeriesData) -> float:
+        return float(np.mean(series.from_level(series.levels[-1]).y))
+    return last(time) / last(count)
 
 
 def _scaled(fit: SeriesFit, factor: float) -> tuple[Hypothesis, np.ndarray]:
