@@ -9,8 +9,8 @@ hold the measured value and their median width (upper/lower), from one run; then
 pooled over the sets apmt was developed on, the others, the last added of them, the integer
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
 ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse, Reduce and
-Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2, Nekbone, the P
-x size sets, and all but those (--long: every method's).
+Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2, Nekbone, HPCG,
+miniGhost, the P x size sets, and all but those (--long: every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -245,6 +245,23 @@ and Extra-P's 1.53% (372 points, 96% inside, median width 1.14; its counts stay 
 42 sampled times 25.3% against Extra-P's 11.6%); its MPI operations 36.6% against Extra-P's
 27.3% (16 points, all inside, median width 510); its application time 0.4% and 5.4% at P = 16
 and 32 against Amdahl's 17.6% and 41.2%.
+HPCG came next (PRECONDITIONED_CG, pooled as "multigrid-preconditioned CG"), after Nekbone and
+the kernels' times forecast through their counts, nothing changed for it, the fourth in weak
+scaling: the HPCG benchmark's reference version, CG on a 27-point Poisson problem with a
+4-level multigrid preconditioner, 24^3 rows per rank, its quick path (one set of 50
+iterations), P = 1..8 and 16, 32. Its first evaluation: 0.92% against the power law's 4.72%
+and the analytic model's 4.84% (242 points, 95% inside, median width 1.31; its counts grow
+only by the halos, its 28 sampled times 19.5% against the analytic model's 16.4%); its MPI
+operations 39.3% against Extra-P's 10.8% (8 points, all inside, median width 84); its
+application time 17.2% and 31.3% at P = 16 and 32 against Amdahl's 20.0% and 42.5%.
+Mantevo's miniGhost came last (HALO_EXCHANGE, pooled as "bulk-synchronous halo exchange"),
+after HPCG, nothing changed for it: a 7-point stencil on 5 variables of a 96^3 grid split over
+a 3-D grid of ranks, faces exchanged and every variable's grid summed at each of 40 time
+steps, P = 1..8 and 16, 32. Its first evaluation: 1.75% against the analytic model's 8.38%
+(284 points, 98% inside, median width 1.67; its counts fall as 1/P); its MPI operations 116%
+against the analytic model's 28.5% (14 points, all inside, median width 15.4: the
+collectives' waits level off beyond 8 ranks on the 2 cores, apmt carried their growth on);
+its application time 12.9% and 17.1% at P = 16 and 32 against Amdahl's 7.4% and 16.8%.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -255,8 +272,9 @@ out of "all". With LAMMPS, also the application's time assembled as the workflow
 from rolling origins (see application()); with every set, the application's time at the held-out P
 of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the transpose,
 miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse, Reduce, Synch_global,
-TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2, Nekbone; see applications()), next
-to the baselines fitted to the measured application time. Its first run (Eq. 2's sum alone) gave
+TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2, Nekbone, HPCG, miniGhost; see
+applications()), next to the baselines fitted to the measured application time. Its first run
+(Eq. 2's sum alone) gave
 27.0% against Amdahl's 19.2% (33 points; the new applications 98.0% against 25.5%); reconciled with
 the measured whole since (apmt.predict._reconciled), 20.9%; Graph500, added after that, 2.8%
 against the power law's 31.2%; miniAMR 19.7% against Amdahl's 37.5%; the PIC kernel 5.0% against
@@ -412,11 +430,22 @@ PURIFICATION = {"cosp2": "rows"}
 # faces summed by gslib's gather-scatter), its elements per rank: weak scaling, fit P <= 8,
 # predict 16 and 32
 SPECTRAL_ELEMENT = {"nekbone": "elements"}
-WEAK_SCALED = {**WEAK, **MULTIGRID, **SPECTRAL_ELEMENT}
+# and after it, nothing changed for it: the HPCG benchmark's reference version (CG on a
+# 27-point Poisson problem, preconditioned by a 4-level multigrid of symmetric Gauss-Seidel
+# smoothers; halo exchanges and dot products), nx^3 rows per rank: weak scaling, fit P <= 8,
+# predict 16 and 32
+PRECONDITIONED_CG = {"hpcg": "nx"}
+WEAK_SCALED = {**WEAK, **MULTIGRID, **SPECTRAL_ELEMENT, **PRECONDITIONED_CG}
+# and after it, nothing changed for it: Mantevo's miniGhost (bulk-synchronous halo exchange:
+# a 7-point stencil on 5 variables of a 3-D grid split over a 3-D grid of ranks, the faces
+# exchanged and every variable's grid summed each time step), strong scaling in the cells,
+# fit P <= 8, predict 16 and 32
+HALO_EXCHANGE = {"minighost": "cells"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
                  **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL, **IMPLICIT,
                  **MOLECULAR, **LINK_CELLS, **MONTE_CARLO, **GRAPH_COMMUNITY,
-                 **SWEEPS, **MULTIGRID, **PURIFICATION, **SPECTRAL_ELEMENT}
+                 **SWEEPS, **MULTIGRID, **PURIFICATION, **SPECTRAL_ELEMENT,
+                 **PRECONDITIONED_CG, **HALO_EXCHANGE}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -637,7 +666,9 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "transport sweeps": _with_comm(SWEEPS),
          "algebraic multigrid": _with_comm(MULTIGRID),
          "density-matrix purification": _with_comm(PURIFICATION),
-         "spectral element": _with_comm(SPECTRAL_ELEMENT)}
+         "spectral element": _with_comm(SPECTRAL_ELEMENT),
+         "multigrid-preconditioned CG": _with_comm(PRECONDITIONED_CG),
+         "bulk-synchronous halo exchange": _with_comm(HALO_EXCHANGE)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
