@@ -27,7 +27,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from apmt import layout
-from apmt.display import number, wrap_words
+from apmt.display import figure_name, number, wrap_words
 from apmt.errors import ApmtError
 from apmt.model import PART_LABELS, PARTS, Model, load_model
 from apmt.modelers import MODELERS
@@ -199,7 +199,7 @@ def _fit_panel(ax: Axes, measurements: pd.DataFrame, model: Model, kernel: str) 
             shown.append(_draw_curve(ax, fit, grid, setting, largest, color, label))
         if len(points):
             _draw_points(ax, _select(points, setting), color)
-    ax.set_title(_short(kernel), fontsize=10)
+    ax.set_title(figure_name(kernel), fontsize=10)
     if fit is not None:
         ax.text(0.02, 0.98, _short(fit.function, 60), transform=ax.transAxes, va="top",
                 fontsize=7, family="monospace")
@@ -211,6 +211,7 @@ def _fit_panel(ax: Axes, measurements: pd.DataFrame, model: Model, kernel: str) 
 
 
 def _short(text: str, width: int = 45) -> str:
+    """A formula cut to ``width`` (a kernel's name: apmt.display.figure_name)."""
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -347,7 +348,7 @@ def plot_ranking(model: Model, out: str | Path, p_values: Sequence[float],
         color = colors[index % len(colors)]
         time_ax.plot(p_values, times[kernel], color=color, **style)
         # ranks first: matplotlib leaves out labels that start with "_" (e.g. __memcpy)
-        label = f"#{ranks[kernel][0]}→#{ranks[kernel][-1]}  {_short(kernel, 38)}"
+        label = f"#{ranks[kernel][0]}→#{ranks[kernel][-1]}  {figure_name(kernel, 38)}"
         rank_ax.plot(p_values, ranks[kernel], color=color, label=label, **style)
     _p_axis(time_ax, p_values)
     values = np.concatenate(list(times.values())) if times else np.array([1.0])

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import html
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from apmt.cli import describe_app_rows
 from apmt.diagnose.render import cell_text, to_html, to_text
 from apmt.diagnose.section import Finding, Section
-from apmt.display import number, pieces, seconds, wrap_words
+from apmt.display import figure_name, number, pieces, seconds, short_name, short_names, wrap_words
 from apmt.fit import TINY
 from apmt.tables import APP_KERNEL, TIME_METRIC
 
@@ -73,3 +78,52 @@ def test_cells_break_after_underscores_not_inside_numbers() -> None:
                                            "goes_on_and_on_and_", "on_forever"]
     assert wrap_words("time 1.582e-05 s", 10) == ["time", "1.582e-05", "s"]
     assert wrap_words("  fits as is", 40) == ["  fits as is"]
+
+
+def test_cxx_names_keep_their_scope_and_function_not_their_template_arguments(
+        measured_data: Path) -> None:
+    """miniXyce's and HPCG's profiles name std::map's and std::unordered_map's members by
+    their whole instantiation (up to 374 characters); a table cell or a figure shows the scope
+    and the member, and names that would then read alike stay whole."""
+    kernels = set()
+    for app in ("minixyce", "hpcg"):
+        kernels |= set(pd.read_csv(measured_data / app / "measurements.csv")["kernel"])
+    erase = next(k for k in kernels if k.startswith("std::_Rb_tree<") and
+                 k.endswith("::_M_erase"))
+    index = next(k for k in kernels if k.startswith("std::__detail::_Map_base<"))
+    assert len(erase) > 150 and len(index) > 300
+    assert short_name(erase) == "std::_Rb_tree<…>::_M_erase"
+    assert short_name(index) == "std::__detail::_Map_base<…>::operator[]"
+    assert short_name("mX_DAE_utils::evaluate_b") == "mX_DAE_utils::evaluate_b"
+    streamed = ("std::operator>><char, std::char_traits<char>, std::allocator<char> >"
+                "(std::basic_istream<char, std::char_traits<char> >&, std::basic_string<char>&)")
+    assert short_name(streamed) == "std::operator>><…>(…)"
+    assert short_name("unbalanced<int, std::pair<int, int>::first_type_" + "x" * 40) == \
+        "unbalanced<int, std::pair<int, int>::first_type_" + "x" * 40
+    alike = [f"solver<{t}, std::vector<{t}, std::allocator<{t}> > >::run" for t in
+             ("int", "double")]
+    assert short_names([*alike, erase]) == {**{name: name for name in alike},
+                                            erase: "std::_Rb_tree<…>::_M_erase"}
+    assert figure_name("mX_vector_utils::distributed_vector::distributed_vector", 30) == \
+        "mX_vector_util…tributed_vector"
+
+
+@given(st.text(alphabet="ab:<>(), ", max_size=200), st.integers(10, 80))
+def test_a_shortened_name_is_never_longer_and_a_label_fits(name: str, width: int) -> None:
+    assert len(short_name(name, width)) <= len(name)
+    assert len(figure_name(name, width)) <= max(width, 0)
+    assert short_name(name, width) == name or len(name) > width
+
+
+def test_a_diagnosis_table_names_a_cxx_member_briefly_and_keeps_it_whole_in_html() -> None:
+    member = ("std::_Rb_tree<int, std::pair<int const, int>, std::_Select1st<std::pair<int "
+              "const, int> >, std::less<int>, std::allocator<std::pair<int const, int> > "
+              ">::_M_erase")
+    table = pd.DataFrame({"kernel": [member, "main"], "share": [0.04, 0.02]})
+    section = Section("Ranking", [], table)
+    text = to_text([section])
+    assert "std::_Rb_tree<…>::_M_erase" in text and "_Select1st" not in text
+    assert len(text.splitlines()) == len(to_text([Section("Ranking", [], table.assign(
+        kernel=["short", "main"]))]).splitlines())
+    page = to_html([section])
+    assert f'title="{html.escape(member)}"' in page and ">std::_Rb_tree&lt;…&gt;::_M_erase<" in page

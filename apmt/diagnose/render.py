@@ -17,10 +17,11 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from apmt.diagnose.section import Section
-from apmt.display import number, pieces, wrap_words
+from apmt.display import number, pieces, short_names, wrap_words
 
 MARKS = {"problem": "problem: ", "warning": "warning: ", "info": "- "}
 MIN_COLUMN = 6
+KERNEL_COLUMN = "kernel"   # its cells name functions: shortened as apmt.display.short_names
 GAP = "  "
 # label bands of a bar (great .. problematic), then run 1 and run 2 of a comparison
 BAND_COLOURS = ("#1a9850", "#91cf60", "#fee08b", "#fc8d59", "#d73027")
@@ -96,7 +97,10 @@ def table_lines(table: pd.DataFrame, width: int) -> list[str]:
     """The table in columns, narrowing the widest ones (their cells wrap) to fit ``width``;
     a row per column's value when even the numbers do not fit side by side."""
     headers = [str(c) for c in table.columns]
-    cells = [[cell_text(v) for v in row] for row in table.itertuples(index=False)]
+    names = _kernel_names(table)
+    cells = [[names.get(v, cell_text(v)) if c == KERNEL_COLUMN else cell_text(v)
+              for c, v in zip(table.columns, row, strict=True)]
+             for row in table.itertuples(index=False)]
     numeric = [_is_numeric(table[c]) for c in table.columns]
     widths = _column_widths(headers, cells, numeric, width)
     if widths is None:
@@ -106,6 +110,15 @@ def table_lines(table: pd.DataFrame, width: int) -> list[str]:
     for row in cells:
         lines += _row_lines(row, widths, numeric)
     return [line.rstrip() for line in lines]
+
+
+def _kernel_names(table: pd.DataFrame) -> dict[str, str]:
+    """The kernel column's names as a cell shows them (apmt.display.short_names: a C++
+    instantiation's arguments would fill a cell of nine lines); the HTML keeps the whole
+    name as the cell's title."""
+    if KERNEL_COLUMN not in table.columns:
+        return {}
+    return short_names(str(name) for name in table[KERNEL_COLUMN])
 
 
 def _column_widths(headers: list[str], cells: list[list[str]], numeric: list[bool],
@@ -212,6 +225,7 @@ def _table_html(table: pd.DataFrame) -> str:
     band = int(table.attrs.get("bar_band", 10))
     head = "".join(f'<th class="{"bar" if c == bar_column else ""}">{html.escape(str(c))}</th>'
                    for c in table.columns)
+    names = _kernel_names(table)
     rows = []
     for row in table.itertuples(index=False):
         cells = []
@@ -219,6 +233,9 @@ def _table_html(table: pd.DataFrame) -> str:
             text = cell_text(value)
             if column == bar_column:
                 cells.append(f'<td class="bar">{bar_html(text, band)}</td>')
+            elif column == KERNEL_COLUMN and names.get(text, text) != text:
+                cells.append(f'<td title="{html.escape(text)}">'
+                             f"{html.escape(names[text])}</td>")
             else:
                 cells.append(f"<td>{html.escape(text)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
