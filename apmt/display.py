@@ -75,7 +75,6 @@ def figure_name(name: str, width: int = NAME_WIDTH) -> str:
 def short_names(names: Iterable[str], width: int = NAME_WIDTH) -> dict[str, str]:
     """Each name's ``short_name`` where that stays unique among ``names``; a name whose short
     form another shares keeps its whole (foo<int>::run and foo<double>::run stay apart)."""
-    names = list(dict.fromkeys(names))
     shorts = {name: short_name(name, width) for name in names}
     counts = Counter(shorts.values())
     return {name: short if counts[short] == 1 else name for name, short in shorts.items()}

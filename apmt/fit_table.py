@@ -136,20 +136,17 @@ class TableFit:
                          "as well")
         latest = self.calibration.get("latest", 0)
         if latest:
-            are, their = ("is", "its") if latest == 1 else ("are", "their")
-            notes.append(f"{latest} series {are} forecast beyond {their} largest measured value "
-                         f"by {their} latest trend (the power law through {their} two largest "
-                         f"values), which predicted that value from the smaller ones at most "
-                         f"{LATEST_GAIN:g} times as far off as {their} function did; {their} "
-                         "intervals hold the function's forecast as well")
+            notes.append(_forecast_note(
+                latest, "series", "value", "by {their} latest trend (the power law through "
+                "{their} two largest values), which predicted that value from the smaller "
+                f"ones at most {LATEST_GAIN:g} times as far off as {{their}} function did",
+                "the function's forecast"))
         counted = self.calibration.get("counted", 0)
         if counted:
-            are, their = ("is", "its") if counted == 1 else ("are", "their")
-            notes.append(f"{counted} kernel time{'s' if counted > 1 else ''} {are} forecast "
-                         f"beyond {their} largest measured P through {their} kernel's "
-                         f"instruction count: the count's forecast times the time per "
-                         f"instruction at that P; {their} intervals hold the time's own "
-                         "forecast as well")
+            notes.append(_forecast_note(
+                counted, "kernel time" + ("s" if counted > 1 else ""), "P",
+                "through {their} kernel's instruction count: the count's forecast times the "
+                "time per instruction at that P", "the time's own forecast"))
         if self.calibration.get("multiplier_rule") == "student-t":
             notes.append(f"the intervals beyond the data were calibrated on "
                          f"{self.calibration['backtests']} backtests, fewer than a 90% "
@@ -198,6 +195,14 @@ class TableFit:
         return [f"{len(missed)} of {len(self.fits)} series {verb} own measured "
                 f"values by more than a factor of {MISFIT_NOTED:g} (a change of regime that "
                 f"no shape follows, or scattered values): {named}{more}"]
+
+
+def _forecast_note(count: int, subject: str, largest: str, how: str, held: str) -> str:
+    """A note of ``count`` series forecast beyond the data otherwise than by their function
+    (``how``, with {their} where its pronoun goes), whose intervals hold ``held`` as well."""
+    are, their = ("is", "its") if count == 1 else ("are", "their")
+    return (f"{count} {subject} {are} forecast beyond {their} largest measured {largest} "
+            f"{how.format(their=their)}; {their} intervals hold {held} as well")
 
 
 def series_data(points: pd.DataFrame, params: list[str], source: str,

@@ -98,8 +98,7 @@ def table_lines(table: pd.DataFrame, width: int) -> list[str]:
     a row per column's value when even the numbers do not fit side by side."""
     headers = [str(c) for c in table.columns]
     names = _kernel_names(table)
-    cells = [[names.get(v, cell_text(v)) if c == KERNEL_COLUMN else cell_text(v)
-              for c, v in zip(table.columns, row, strict=True)]
+    cells = [[_shown(c, cell_text(v), names) for c, v in zip(table.columns, row, strict=True)]
              for row in table.itertuples(index=False)]
     numeric = [_is_numeric(table[c]) for c in table.columns]
     widths = _column_widths(headers, cells, numeric, width)
@@ -119,6 +118,11 @@ def _kernel_names(table: pd.DataFrame) -> dict[str, str]:
     if KERNEL_COLUMN not in table.columns:
         return {}
     return short_names(str(name) for name in table[KERNEL_COLUMN])
+
+
+def _shown(column: object, text: str, names: dict[str, str]) -> str:
+    """A cell's text as shown: a kernel column's name shortened (``_kernel_names``)."""
+    return names.get(text, text) if column == KERNEL_COLUMN else text
 
 
 def _column_widths(headers: list[str], cells: list[list[str]], numeric: list[bool],
@@ -233,9 +237,9 @@ def _table_html(table: pd.DataFrame) -> str:
             text = cell_text(value)
             if column == bar_column:
                 cells.append(f'<td class="bar">{bar_html(text, band)}</td>')
-            elif column == KERNEL_COLUMN and names.get(text, text) != text:
+            elif _shown(column, text, names) != text:
                 cells.append(f'<td title="{html.escape(text)}">'
-                             f"{html.escape(names[text])}</td>")
+                             f"{html.escape(_shown(column, text, names))}</td>")
             else:
                 cells.append(f"<td>{html.escape(text)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
