@@ -17,7 +17,8 @@ from pycubexr import CubexParser
 
 from apmt.errors import ApmtError
 from apmt.ingest import cube
-from apmt.ingest.cube import metric_name, parse_run_name, read_cube
+from apmt.ingest.cube import parse_run_name, read_cube
+from apmt.ingest.metrics import metric_name
 from apmt.tables import check_table
 
 

@@ -131,6 +131,28 @@ def test_extrap_tab_separated_fields(tmp_path: Path, named: str) -> None:
     assert np.allclose(first["value"], formula, rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize(("metrics", "read_as"), [
+    (["runtime"], ["time"]),
+    (["Time", "PAPI_TOT_INS", "flops", "MyCount"], ["time", "instructions", "flops", "MyCount"]),
+    (["time", "runtime"], ["time", "runtime"]),          # which is the time: the user's to say
+    (["wall_time", "WALLTIME"], ["wall_time", "WALLTIME"]),
+])
+def test_extrap_metric_names(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                             metrics: list[str], read_as: list[str]) -> None:
+    """A metric takes apmt's name where the alias file lists its own (Extra-P's examples
+    call the time runtime), unless another metric of the file would take the same; any
+    other keeps its name as written. Each renaming is said, naming the file."""
+    source = tmp_path / "metrics.txt"
+    source.write_text("PARAMETER p\nPOINTS 1 2 4\nREGION main\n" + "".join(
+        f"METRIC {metric}\nDATA 3\nDATA 2\nDATA 1.5\n" for metric in metrics))
+    with caplog.at_level(logging.WARNING):
+        table = read_extrap_text([source])
+    assert table["metric"].drop_duplicates().tolist() == read_as
+    renamed = [(old, new) for old, new in zip(metrics, read_as, strict=True) if old != new]
+    assert caplog.messages == [f"{source}: metric {old!r} read as apmt's {new!r}"
+                               for old, new in renamed]
+
+
 def test_extrap_file_without_process_count(tmp_path: Path, cli) -> None:
     """Refused in one line that says how to make the file importable; imported when the
     user says which parameter counts the processes, or how many every run used (a study

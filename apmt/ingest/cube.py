@@ -46,14 +46,11 @@ import struct
 import tarfile
 import zlib
 from collections import Counter
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 import numpy as np
 import pandas as pd
-import yaml
 from pycubexr import CubexParser
 from pycubexr.classes import Metric
 from pycubexr.utils.custom_tarinfo import TarInfoWithoutCheck
@@ -64,6 +61,7 @@ from pycubexr.utils.exceptions import (
 )
 
 from apmt.errors import ApmtError
+from apmt.ingest.metrics import metric_name
 from apmt.inputs import MAX_P, shown
 
 PROFILE = "profile.cubex"
@@ -191,18 +189,6 @@ def _run_parameters(directory: Path) -> dict[str, float]:
     if "." not in directory.name and not PAIRS.fullmatch(directory.name):
         return {}
     return parse_run_name(directory)
-
-
-@cache
-def metric_aliases() -> dict[str, str]:
-    """Lower-cased tool metric name -> apmt metric name, from apmt/data/metric_aliases.yaml."""
-    text = resources.files("apmt").joinpath("data/metric_aliases.yaml").read_text()
-    return {str(key).lower(): str(value) for key, value in yaml.safe_load(text).items()}
-
-
-def metric_name(name: str) -> str:
-    """apmt's name for a Score-P/PAPI metric: its alias, or its own name lower-cased."""
-    return metric_aliases().get(name.lower(), name.lower())
 
 
 def _read_run(profile: Path, shared: bool = False) -> pd.DataFrame:

@@ -12,6 +12,11 @@ parameters is written in parentheses. The process count must be one of them (p, 
 ranks or another of PROCESS_NAMES), or be named by the caller (``processes``: the parameter
 that counts them, or the one count every run used, for a file that names none, such as a
 problem-size study on one node): apmt models how time changes with it.
+
+A file's metric takes apmt's name where ``apmt/data/metric_aliases.yaml`` lists its own
+(apmt.ingest.metrics: Extra-P's examples call the time ``runtime`` in some files, ``time`` in
+others; a file exported from Score-P names PAPI's counters), so that a kernel's time is known
+as time; any other keeps its name as written.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import pandas as pd
 
 from apmt.errors import ApmtError
 from apmt.ingest import process_count
+from apmt.ingest.metrics import with_aliases
 from apmt.inputs import check_file, read_text, shown
 
 TUPLE = re.compile(r"\(([^)]*)\)")
@@ -46,7 +52,7 @@ def _read_one(path: Path, processes: str | None) -> pd.DataFrame:
         state.take(number, line.rstrip("\r"))
     if not state.rows:
         raise ApmtError(f"{path}: no DATA lines (not an Extra-P text file?)")
-    return pd.DataFrame(state.rows)
+    return with_aliases(pd.DataFrame(state.rows), str(path))
 
 
 class _State:
