@@ -107,6 +107,11 @@ def test_a_study_with_only_its_profiles_gets_the_defaults(tmp_path: Path) -> Non
     assert planned(done.stdout, "evaluate_model").count("results/minimal/evaluation.csv") == 1
     assert not any("minimal" in out for out in planned(done.stdout, "predict"))
     assert "--holdout p=max" in done.stdout and "--baselines analytic,amdahl" in done.stdout
+    # its predictions asked for by name: one line saying why there are none
+    asked = dry_run("results/minimal/predictions.csv", "--configfile", str(extra))
+    assert asked.returncode != 0
+    assert "results/minimal/predictions.csv: the study lists no points under `predict` in the " \
+        "config" in asked.stdout + asked.stderr
 
 
 def test_a_studys_kernels_of_interest_reach_every_model(tmp_path: Path) -> None:

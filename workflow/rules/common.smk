@@ -592,9 +592,16 @@ def baselines(wildcards) -> str:
 
 def prediction_points(wildcards) -> str:
     """One `--at p=...,NAME=...` per point listed under the study's `predict`, and the
-    study's communication volume ratios (`--volume-ratio`) when it gives them."""
+    study's communication volume ratios (`--volume-ratio`) when it gives them; asked for a
+    study that lists none, one line saying so (apmt predict's own would only say that --at
+    is required)."""
+    points = study_settings(wildcards)["predict"]
+    if not points:   # a target the default run leaves out (all_targets); asked for by name
+        raise ValueError(f"{study_file(PREDICTIONS, wildcards.study)}: the study lists no points "
+                         "under `predict` in the config (e.g. - {p: 64, n: 5000}): nothing to "
+                         "predict")
     options = []
-    for point in study_settings(wildcards)["predict"]:
+    for point in points:
         options += ["--at", ",".join(f"{name}={value}" for name, value in point.items())]
     ratios = study_setting(wildcards.study, "volume_ratios")
     if ratios:
