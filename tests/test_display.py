@@ -72,6 +72,28 @@ def test_a_long_table_never_breaks_a_number(long_table: pd.DataFrame, width: int
         assert any(line.startswith("kernel ") for line in lines)
 
 
+def test_a_table_wraps_its_headers_before_its_cells() -> None:
+    """miniWeather's kernel ranking (its functions, their figures at P = 6 and 256): at 100
+    columns every name fits whole once the numeric columns are as narrow as their numbers,
+    their headers over two lines; narrowing the widest column first had cut each name in
+    three (``compute_`` / ``tendencies_`` / ``x``), a line more per row."""
+    names = ["__ieee754_pow_fma", "compute_tendencies_x", "compute_tendencies_z",
+             "set_halo_values_x", "semi_discrete_step", "pow"]
+    table = pd.DataFrame({
+        "kernel": names, "class": ["key"] * 3 + ["non-scalable", "key", "key"],
+        "rank_first": [1, 3, 2, 6, 5, 4],
+        "time_first": [0.1622, 0.06074, 0.06443, 0.003721, 0.0108, 0.01258],
+        "rank_last": [1, 2, 3, 4, 5, 6],
+        "time_last": [0.004447, 0.00314, 0.002152, 0.002023, 0.0009785, 0.0004351],
+        "share_last": [0.0004724, 0.0003336, 0.0002286, 0.0002149, 0.000104, 4.623e-05],
+        "top_from": ["6", "6", "6", "-", "-", "-"], "flagged": [False] * 6})
+    lines = to_text([Section("Kernel ranking across scales", table=table)], 100).splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("---"))
+    assert rule == 3 and all(len(line) <= 100 for line in lines)   # title, 2 header lines
+    assert [line.split()[0] for line in lines[rule + 1:]] == names  # a line per kernel
+    assert lines[rule - 2].split()[:4] == ["kernel", "class", "rank_", "time_"]
+
+
 def test_cells_break_after_underscores_not_inside_numbers() -> None:
     assert pieces("rank_first 1.582e-05") == ["rank_", "first", "1.582e-05"]
     assert wrap_words(LONG_KERNEL, 20) == ["a_kernel_name_of_a_", "batch_study_that_",

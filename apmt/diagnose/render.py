@@ -127,18 +127,25 @@ def _shown(column: object, text: str, names: dict[str, str]) -> str:
 
 def _column_widths(headers: list[str], cells: list[list[str]], numeric: list[bool],
                    width: int) -> list[int] | None:
-    """Natural widths, narrowed to fit: first down to each column's longest word (a numeric
-    column's cells do not wrap), then, if still too wide, down to its longest number (text
-    words break, numbers never do). None when the numbers alone do not fit."""
+    """Natural widths, narrowed to fit: first down to each column's longest cell (only the
+    headers wrap, a line once, where a cell's wrap costs one in every row: a ranking's
+    ``compute_tendencies_x`` kept whole, its ``rank_first`` over two lines), then to its
+    longest word (a numeric column's cells do not wrap), then, if still too wide, down to its
+    longest number (text words break, numbers never do). None when the numbers alone do not
+    fit."""
     columns = [[h, *(row[i] for row in cells)] for i, h in enumerate(headers)]
     natural = [max(len(text) for text in column) for column in columns]
     words = [[w for text in column[1:] for w in ([text] if right else pieces(text))]
              for column, right in zip(columns, numeric, strict=True)]
     longest = [max([MIN_COLUMN, *map(len, column), *map(len, pieces(h))])
                for column, h in zip(words, headers, strict=True)]
+    whole_cells = [max([least, *map(len, column[1:])])
+                   for column, least in zip(columns, longest, strict=True)]
     numbers = [max([MIN_COLUMN, *(len(w) for w in [*column, *h.split()] if _is_number(w))])
                for column, h in zip(words, headers, strict=True)]
-    widths = _narrowed(_narrowed(natural, longest, width), numbers, width)
+    widths = natural
+    for least in (whole_cells, longest, numbers):
+        widths = _narrowed(widths, least, width)
     return widths if _total(widths) <= width else None
 
 
