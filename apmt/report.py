@@ -244,9 +244,10 @@ def plot_scaling(measurements: pd.DataFrame, model: Model, out: str | Path,
         ax.plot(grid[(grid >= largest) & ~unsupported], predicted[(grid >= largest)
                                                                  & ~unsupported], "--",
                 color=color)
-        if unsupported.any():
-            ax.plot(grid[starts], predicted[starts], ":", color="0.45",
-                    label="unsupported (see predictions.csv: trust)" if index == 0 else None)
+        for stretch, rows in enumerate(_stretches(starts)):   # apart: no line between them
+            ax.plot(grid[rows], predicted[rows], ":", color="0.45",
+                    label="unsupported (see predictions.csv: trust)"
+                    if index == 0 and stretch == 0 else None)
         ax.fill_between(grid, lower, upper, color=color, alpha=0.15, linewidth=0)
         shown.append(np.concatenate([predicted, lower, upper]))
         if len(points):
@@ -258,6 +259,15 @@ def plot_scaling(measurements: pd.DataFrame, model: Model, out: str | Path,
     ax.legend(fontsize=8)
     ax.grid(True, which="major", alpha=0.3)
     return _save(figure, out)
+
+
+def _stretches(mask: np.ndarray) -> list[np.ndarray]:
+    """The indices of each run of consecutive True values of ``mask``: a curve's stretches
+    drawn each on its own. One line through all of them joined miniWeather's unsupported
+    point at P = 3 (inside the data, its interval wider than a factor of 10) to those from
+    P = 128 on, across the supported forecast between."""
+    rows = np.flatnonzero(mask)
+    return np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1) if len(rows) else []
 
 
 def plot_breakdown(model: Model, out: str | Path, p_values: Sequence[float],

@@ -15,6 +15,7 @@ from apmt.evaluate import evaluate
 from apmt.ingest import import_profiles
 from apmt.model import build_model, save_model
 from apmt.report import (
+    _stretches,
     _suptitle,
     figure_p_values,
     main,
@@ -135,6 +136,16 @@ def test_unsupported_predictions_are_marked(study, tmp_path):
     lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
     [dotted] = [line for label, line in lines.items() if label.startswith("unsupported")]
     assert dotted.get_linestyle() == ":" and min(dotted.get_xdata()) > 64
+
+
+def test_unsupported_stretches_are_drawn_apart() -> None:
+    """The application curve's unsupported stretches, each a dotted line of its own (the
+    workflow's miniWeather model: unsupported at P = 3, inside the data, its interval wider
+    than a factor of 10, and again from P = 128; one line through all their points ran
+    straight from P = 2 to the far ones, over the supported forecast between)."""
+    mask = np.array([False, True, True, False, False, False, True, True, True])
+    assert [list(rows) for rows in _stretches(mask)] == [[1, 2], [6, 7, 8]]
+    assert _stretches(np.zeros(4, bool)) == [] and len(_stretches(np.ones(3, bool))) == 1
 
 
 def test_errors(study, tmp_path):
