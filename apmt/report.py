@@ -135,13 +135,24 @@ def _select(rows: pd.DataFrame, setting: dict[str, float]) -> pd.DataFrame:
 
 def _draw_curve(ax: Axes, fit, p_grid: np.ndarray, setting: dict[str, float], largest: float,
                 color, label: str) -> np.ndarray:
-    """The fit, solid over the data and dashed beyond it, with its 90% interval as a band."""
+    """The fit, solid over the data and dashed beyond it, with its 90% interval as a band;
+    from the first P it was fitted at (``described_from``): below, its shape runs backwards
+    out of its range, through runs of another regime."""
+    p_grid = p_grid[p_grid >= described_from(fit, p_grid)]
     predicted, lower, upper = fit.predict(_values(p_grid, setting))
     inside = p_grid <= largest
     ax.plot(p_grid[inside], predicted[inside], "-", color=color, label=label)
     ax.plot(p_grid[p_grid >= largest], predicted[p_grid >= largest], "--", color=color)
     ax.fill_between(p_grid, lower, upper, color=color, alpha=0.15, linewidth=0)
     return np.concatenate([predicted, lower, upper])
+
+
+def described_from(fit, p_grid: np.ndarray) -> float:
+    """The first P a fit describes: where its fitted range starts (a table's regime, as
+    miniWeather's times from P = 6, whose shapes give 0.9 s at P = 1 where 0.36 s was
+    measured), else the grid's first."""
+    return max(float(fit.domain["p"][0]), float(p_grid[0])) if "p" in fit.domain \
+        else float(p_grid[0])
 
 
 def _draw_points(ax: Axes, points: pd.DataFrame, color, label: str | None = None) -> np.ndarray:
@@ -201,8 +212,10 @@ def _fit_panel(ax: Axes, measurements: pd.DataFrame, model: Model, kernel: str) 
             _draw_points(ax, _select(points, setting), color)
     ax.set_title(figure_name(kernel), fontsize=10)
     if fit is not None:
-        ax.text(0.02, 0.98, _short(fit.function, 60), transform=ax.transAxes, va="top",
-                fontsize=7, family="monospace")
+        start = described_from(fit, grid)
+        since = f"  [fitted from P = {start:g}]" if start > grid[0] else ""
+        ax.text(0.02, 0.98, _short(fit.function, 60 - len(since)) + since,
+                transform=ax.transAxes, va="top", fontsize=7, family="monospace")
     _p_axis(ax, grid)
     _value_axis(ax, np.concatenate(shown), "time per rank [s]")
     if len(settings) > 1:
@@ -228,27 +241,28 @@ def plot_scaling(measurements: pd.DataFrame, model: Model, out: str | Path,
     figure = Figure(figsize=(7.5, 5), layout="constrained")
     ax = figure.subplots()
     shown = []
+    curve = grid[grid >= model.first_p]   # the model from the first P it describes
+    since = f" (from P = {curve[0]:g})" if curve[0] > grid[0] else ""
     for index, setting in enumerate(settings):
         color = f"C{index}"
-        values = _values(grid, setting)
+        values = _values(curve, setting)
         terms = list(contributions(model, values))
         predicted, lower, upper = assemble(model, values, terms=terms)[TIME_METRIC]
         label = _label(setting, params, points) if len(points) else ""
-        inside = grid <= largest
+        inside = curve <= largest
         unsupported = np.array([level == UNSUPPORTED for level in application_trust(
             model, values, terms=terms)[0]])
         # an unsupported stretch starts at the last supported point, so the curve is whole
         starts = unsupported | np.append(unsupported[1:], False)
-        ax.plot(grid[inside], predicted[inside], "-", color=color,
-                label=f"model {label}".strip())
-        ax.plot(grid[(grid >= largest) & ~unsupported], predicted[(grid >= largest)
-                                                                 & ~unsupported], "--",
-                color=color)
+        ax.plot(curve[inside], predicted[inside], "-", color=color,
+                label=f"model{since} {label}".strip())
+        beyond = (curve >= largest) & ~unsupported
+        ax.plot(curve[beyond], predicted[beyond], "--", color=color)
         for stretch, rows in enumerate(_stretches(starts)):   # apart: no line between them
-            ax.plot(grid[rows], predicted[rows], ":", color="0.45",
+            ax.plot(curve[rows], predicted[rows], ":", color="0.45",
                     label="unsupported (see predictions.csv: trust)"
                     if index == 0 and stretch == 0 else None)
-        ax.fill_between(grid, lower, upper, color=color, alpha=0.15, linewidth=0)
+        ax.fill_between(curve, lower, upper, color=color, alpha=0.15, linewidth=0)
         shown.append(np.concatenate([predicted, lower, upper]))
         if len(points):
             selected = _select(points, setting)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from apmt import layout
@@ -222,6 +224,41 @@ def test_the_figures_start_where_the_fits_start(measured_data: Path) -> None:
     unchanged = build_model(later, ["size"], source="lammps")
     assert unchanged.first_p == 1 and figure_p_values(unchanged, later)[0] == 4
 
+
+
+def test_the_curves_start_where_the_fits_start(measured_data: Path, tmp_path: Path) -> None:
+    """The same LAMMPS model: the application's curve and band start at the first P the model
+    describes, each kernel's at the first its fit was made at, said in the panel; the measured
+    points below stay drawn. Below, the shapes ran backwards out of their range (miniWeather's
+    flux kernels, fitted from P = 6, at 0.9 s for P = 1 where 0.36 s was measured)."""
+    table = read_table(measured_data / "lammps/p1-32/measurements.csv", "measurements")
+    measurements = table[table["p"] <= 8]
+    model = build_model(measurements, ["size"], source="lammps")
+    assert model.first_p > 1
+    scaling = plot_scaling(measurements, model, tmp_path / "s.png", "lammps")
+    assert _curve_start(scaling.axes[0]) == model.first_p
+    legend = [t.get_text() for t in scaling.axes[0].get_legend().get_texts()]
+    assert f"model (from P = {model.first_p:g})" in legend, legend
+    fits = plot_kernel_fits(measurements, model, tmp_path / "f.png", "lammps")
+    said = 0
+    for ax in (ax for ax in fits.axes if ax.get_visible()):
+        [text] = [t.get_text() for t in ax.texts]
+        since = re.search(r"\[fitted from P = (\d+)\]$", text)
+        said += since is not None
+        assert _curve_start(ax) == (float(since.group(1)) if since else 1.0), text
+    assert said >= 1
+
+
+def _curve_start(ax) -> float:
+    """Where a panel's curve and band start; its measured points start at P = 1 all the same."""
+    curves = [line for line in ax.get_lines() if line.get_linestyle() in ("-", "--")]
+    points = [line for line in ax.get_lines() if line.get_linestyle() == "None"]
+    assert min(min(line.get_xdata()) for line in points) == 1
+    bands = [c.get_paths()[0].vertices[:, 0] for c in ax.collections
+             if isinstance(c, PolyCollection)]
+    start = min(min(line.get_xdata()) for line in curves)
+    assert min(band.min() for band in bands) == start
+    return float(start)
 
 def test_command_writes_all_figures(study, tmp_path):
     folder = tmp_path / "relearn"
