@@ -431,3 +431,16 @@ def test_a_part_that_outgrows_the_whole_is_said(measured_data: Path, tmp_path: P
     strong = section(sections(study_folder(tmp_path / "alone", alone, fitted), [8, 16, 32]),
                      "Strong scaling")
     assert not any("exceeds the application's time" in f.text for f in strong.findings)
+
+
+def test_the_os_kernel_is_named_as_the_operating_systems_time() -> None:
+    """The samplers' <kernel> bucket is the operating system's time, not a kernel of the
+    application: said so where it is imbalanced (miniWeather at P = 3 on 2 cores, rank 0's
+    0.291 s against a mean of 0.223 s, read 'P=3: <kernel> is imbalanced')."""
+    row = pd.Series({"kernel": "<kernel>", "heavy_rank": 0, "max": 0.291, "mean": 0.223,
+                     "imbalance": 1.31, "ranks": 3, "share": 0.16})
+    found = imbalance._kernel_finding(row, None, "P=3", 3)
+    assert found.text.startswith("P=3: <kernel> (time in the operating system) is imbalanced: "
+                                 "rank 0 spends 0.291 s") and found.kernel == "<kernel>"
+    named = imbalance._kernel_finding(row.replace("<kernel>", "sweep"), None, "P=3", 3)
+    assert named.text.startswith("P=3: sweep is imbalanced: rank 0")

@@ -28,7 +28,7 @@ import pandas as pd
 from apmt.diagnose.section import Finding, Section
 from apmt.display import seconds
 from apmt.model import UNACCOUNTED
-from apmt.names import is_mpi
+from apmt.names import KERNEL, is_mpi
 from apmt.tables import APP_KERNEL, TIME_METRIC
 
 # max/mean over ranks above which a kernel counts as imbalanced: the slowest rank 20% above
@@ -196,8 +196,13 @@ def _ordered(imbalanced: pd.DataFrame, waits: pd.DataFrame | None) -> pd.DataFra
 
 
 def _kernel_finding(row: pd.Series, waits: pd.DataFrame | None, where: str, p: int) -> Finding:
+    """One imbalanced kernel, the samplers' <kernel> said to be the operating system's time:
+    miniWeather's diagnosis read 'P=3: <kernel> is imbalanced', as if of a kernel of the
+    application."""
     heavy = int(row["heavy_rank"])
-    text = (f"{where}: {row['kernel']} is imbalanced: rank {heavy} spends {seconds(row['max'])} "
+    named = f"{KERNEL} (time in the operating system)" if row["kernel"] == KERNEL \
+        else row["kernel"]
+    text = (f"{where}: {named} is imbalanced: rank {heavy} spends {seconds(row['max'])} "
             f"in it, {row['imbalance']:.2f}x the mean of {seconds(row['mean'])} over "
             f"{int(row['ranks'])} ranks ({row['share']:.0%} of a rank's time)")
     if waits is not None and not waits.empty:
