@@ -135,10 +135,7 @@ def _select(rows: pd.DataFrame, setting: dict[str, float]) -> pd.DataFrame:
 
 def _draw_curve(ax: Axes, fit, p_grid: np.ndarray, setting: dict[str, float], largest: float,
                 color, label: str) -> np.ndarray:
-    """The fit, solid over the data and dashed beyond it, with its 90% interval as a band;
-    from the first P it was fitted at (``described_from``): below, its shape runs backwards
-    out of its range, through runs of another regime."""
-    p_grid = p_grid[p_grid >= described_from(fit, p_grid)]
+    """The fit, solid over the data and dashed beyond it, with its 90% interval as a band."""
     predicted, lower, upper = fit.predict(_values(p_grid, setting))
     inside = p_grid <= largest
     ax.plot(p_grid[inside], predicted[inside], "-", color=color, label=label)
@@ -147,10 +144,11 @@ def _draw_curve(ax: Axes, fit, p_grid: np.ndarray, setting: dict[str, float], la
     return np.concatenate([predicted, lower, upper])
 
 
-def described_from(fit, p_grid: np.ndarray) -> float:
+def _described_from(fit, p_grid: np.ndarray) -> float:
     """The first P a fit describes: where its fitted range starts (a table's regime, as
     miniWeather's times from P = 6, whose shapes give 0.9 s at P = 1 where 0.36 s was
-    measured), else the grid's first."""
+    measured), else the grid's first. Below, its shape runs backwards out of its range,
+    through runs of another regime: its curve starts there."""
     return max(float(fit.domain["p"][0]), float(p_grid[0])) if "p" in fit.domain \
         else float(p_grid[0])
 
@@ -203,16 +201,17 @@ def _fit_panel(ax: Axes, measurements: pd.DataFrame, model: Model, kernel: str) 
     grid, largest = _p_grid(measured_p), float(np.max(measured_p))
     shown = [points["mean"].to_numpy(float)]
     settings = _curve_settings(points, params) if len(points) else [_default_setting(model)]
+    start = _described_from(fit, grid) if fit is not None else float(grid[0])
     for index, setting in enumerate(settings):
         color = f"C{index}"
         if fit is not None:
             label = _label(setting, params, points) if len(points) else ""
-            shown.append(_draw_curve(ax, fit, grid, setting, largest, color, label))
+            shown.append(_draw_curve(ax, fit, grid[grid >= start], setting, largest, color,
+                                     label))
         if len(points):
             _draw_points(ax, _select(points, setting), color)
     ax.set_title(figure_name(kernel), fontsize=10)
     if fit is not None:
-        start = described_from(fit, grid)
         since = f"  [fitted from P = {start:g}]" if start > grid[0] else ""
         ax.text(0.02, 0.98, _short(fit.function, 60 - len(since)) + since,
                 transform=ax.transAxes, va="top", fontsize=7, family="monospace")

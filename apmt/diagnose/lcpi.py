@@ -455,12 +455,12 @@ def _kernel_section(kernel: str, share: float, bounds: list[Bound], config: Conf
 
 
 def _kernel_findings(kernel: str, bounds: list[Bound], config: Config) -> list[Finding]:
-    first = bounds[0]
+    first, fine = bounds[0], _fine(bounds, config)
     findings = []
     if first.measured:
-        fine = "; it performs just fine" if _fine(bounds, config) else ""
+        just = "; it performs just fine" if fine else ""
         findings.append(Finding(_severity(first, config), f"{kernel}: overall LCPI "
-                                f"{format_lcpi(first.lcpi)} ({assessment(first, config)}){fine}",
+                                f"{format_lcpi(first.lcpi)} ({assessment(first, config)}){just}",
                                 kernel=kernel))
     else:
         findings.append(Finding("info", f"{kernel}: overall LCPI not measured (needs "
@@ -469,7 +469,7 @@ def _kernel_findings(kernel: str, bounds: list[Bound], config: Config) -> list[F
     if top is not None:
         text = (f"{kernel}: worst category: {top.label}, upper bound {format_lcpi(top.lcpi)} "
                 f"cycles per instruction ({assessment(top, config)})")
-        if _fine(bounds, config) and level(top.lcpi, config) > level(first.lcpi, config):
+        if fine and level(top.lcpi, config) > level(first.lcpi, config):
             findings.append(Finding("info", f"{text}; it spends {format_lcpi(first.lcpi)} "
                                     "cycles per instruction in all, so the core hides most of "
                                     "that latency: little to gain there", kernel=kernel))

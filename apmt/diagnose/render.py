@@ -242,11 +242,11 @@ def _table_html(table: pd.DataFrame) -> str:
         cells = []
         for column, value in zip(table.columns, row, strict=True):
             text = cell_text(value)
+            shown = _shown(column, text, names)
             if column == bar_column:
                 cells.append(f'<td class="bar">{bar_html(text, band)}</td>')
-            elif _shown(column, text, names) != text:
-                cells.append(f'<td title="{html.escape(text)}">'
-                             f"{html.escape(_shown(column, text, names))}</td>")
+            elif shown != text:
+                cells.append(f'<td title="{html.escape(text)}">{html.escape(shown)}</td>')
             else:
                 cells.append(f"<td>{html.escape(text)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")

@@ -376,9 +376,10 @@ def _outgrowing(model: Model, values: dict[str, np.ndarray], table: pd.DataFrame
     """The parts whose own forecast outgrows the application's (apmt.predict.outgrowing),
     named at the largest such P, the three largest there: the model holds each at the
     whole's, and which of the two forecasts errs only a run at that scale can tell. The
-    whole's own fit is told from the model's time there (``table``, the breakdown), which
-    reconciles the two: miniWeather's at P = 256 is 6.53 s as fitted on its own, 9.41 s as
-    the model gives it, both shown, where one bare 'application's time' read as either."""
+    whole's own fit is told from the model's time there (``table``, the breakdown: a row per
+    point of ``values``), which reconciles the two: miniWeather's at P = 256 is 6.53 s as
+    fitted on its own, 9.41 s as the model gives it, both shown, where one bare
+    'application's time' read as either."""
     whole = whole_time(model, values)
     found = outgrowing(model, values, whole)
     if not found:
@@ -391,11 +392,10 @@ def _outgrowing(model: Model, values: dict[str, np.ndarray], table: pd.DataFrame
     told = "the forecast of" if one else "the forecasts of"
     exceed = "on its own exceeds" if one else "on their own exceed"
     p = values["p"][at]
-    modelled = table.loc[np.isclose(table["p"].to_numpy(float), p), "time"]
-    besides = f"; the model's, reconciled with its parts: {seconds(modelled.iloc[0])}" \
-        if len(modelled) else ""
     return [Finding("warning", f"at P={p:g} {told} {parts}{more} {exceed} the application's "
-                               f"time as fitted on its own ({seconds(whole[0][at])}{besides}): "
+                               f"time as fitted on its own ({seconds(whole[0][at])}; the "
+                               "model's, reconciled with its parts: "
+                               f"{seconds(table['time'].iloc[at])}): "
                                f"the model holds {'it' if one else 'each'} there at that, as no "
                                "part outlasts the run, and at least one of the forecasts is "
                                "wrong; a run at that scale tells which", p=int(p))]
