@@ -10,8 +10,8 @@ pooled over the sets apmt was developed on, the others, the last added of them, 
 sort, the three new applications, the two after them, miniAMR, the PIC kernel, PENNANT, the
 ParRes DGEMM, the Synch_p2p pipeline, the ParRes Random, Stencil, Nstream, Sparse, Reduce and
 Synch_global, TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2, Nekbone, HPCG,
-miniGhost, miniXyce, miniWeather, the P x size sets, and all but those (--long: every
-method's).
+miniGhost, miniXyce, miniWeather, MILC, the P x size sets, and all but those (--long:
+every method's).
 
 The sets apmt was developed on: RELeARN (p x n, predict p = 512), LULESH Caliper (predict P =
 343), the MPI collectives (predict 512 ranks), the mm cube set (a serial matrix multiply over
@@ -270,7 +270,7 @@ Euler, each step's system solved by unpreconditioned GMRES over the ranks' rows,
 inside, median width 1.02; its times 9.3% against the power law's 32.0%); its MPI operations
 14.1% against Extra-P's 19.7% (8 points, all inside, median width 23.6); its application time
 17.2% and 42.3% at P = 16 and 32 against Amdahl's 14.8% and 46.8%.
-ORNL's miniWeather came last (ATMOSPHERE, pooled as "atmospheric dynamics"), after miniXyce,
+ORNL's miniWeather came next (ATMOSPHERE, pooled as "atmospheric dynamics"), after miniXyce,
 nothing changed for it: the compressible Euler equations of a 2-D stratified atmosphere on
 200 x 100 cells, finite volumes and RK3, the x-direction split over the ranks, P = 1..8 and
 16, 32. Its first evaluation: 0.19% against the analytic model's 2.69% (216 points, 84%
@@ -278,6 +278,14 @@ inside, median width 1.03; its times 18.4% against the power law's 28.4%); its M
 48.2% against Extra-P's 29.1% (12 points, all inside, median width 32.6: its barrier's and
 broadcast's waits grew less beyond 8 ranks than their trend, MPI_Waitall's more); its
 application time 15.5% and 47.8% at P = 16 and 32 against Amdahl's 2.5% and 32.5%.
+MILC came last (LATTICE_QCD, pooled as "lattice QCD"), after miniWeather, nothing changed for
+it: the RHMC evolution of 2+1 flavours of HISQ quarks (su3_rhmd_hisq) on a 12 x 12 x 6 x 6
+lattice split over the ranks, P = 1..8 and 16, 32. Its first evaluation: 0.11% against Amdahl's
+1.85% (414 points, 86% inside, median width 1.03; its counts fall as 1/P; its times 31.2%
+against the power law's 34.4%); its MPI operations 39.7% against Extra-P's 18.7% (12 points,
+92% inside, median width 89.5: MPI_Wait's wait on the crowded cores grew from 3.2 s per rank
+at 8 to 10.8 s at 32, apmt carried on 3.3 s); its application time 39.1% and 63.7% at P = 16
+and 32 against Amdahl's 26.0% and 54.2%, below the measured as most.
 P x problem size (TOGETHER): the classes of one NPB benchmark in one table, predicting P = 16
 of each, and class A of CG, MG, FT and IS from S and W (``_size``); and LAMMPS' LJ melt at sizes
 0.6, 0.8 (P <= 8) and 1.0 (P = 1..8 only), predicting P = 16 and 32 of the first two, and size
@@ -289,7 +297,7 @@ from rolling origins (see application()); with every set, the application's time
 of every profiled application (NPB, LAMMPS, HPCCG, miniFE, CloverLeaf, Graph500, the transpose,
 miniAMR, PIC, PENNANT, DGEMM, Synch_p2p, Random, Stencil, Nstream, Sparse, Reduce, Synch_global,
 TeaLeaf, miniMD, CoMD, Quicksilver, miniVite, SNAP, AMG, CoSP2, Nekbone, HPCG, miniGhost,
-miniXyce, miniWeather; see applications()), next to the baselines fitted to the measured
+miniXyce, miniWeather, MILC; see applications()), next to the baselines fitted to the measured
 application time.
 Its first run (Eq. 2's sum alone) gave 27.0% against Amdahl's 19.2% (33 points; the new
 applications 98.0% against 25.5%); reconciled with the measured whole since
@@ -467,11 +475,17 @@ CIRCUIT = {"minixyce": "stages"}
 # of a 2-D stratified atmosphere by finite volumes, RK3, the x-direction split over the
 # ranks, halos exchanged each stage), strong scaling in the cells, fit P <= 8, predict 16, 32
 ATMOSPHERE = {"miniweather": "nx"}
+# and after it, nothing changed for it: MILC's su3_rhmd_hisq (lattice QCD: the RHMC evolution
+# of 2+1 flavours of HISQ quarks, multi-shift CG on the staggered Dirac operator, its 4-D
+# lattice split over the ranks, halos gathered for each hop), strong scaling in the sites,
+# fit P <= 8, predict 16 and 32
+LATTICE_QCD = {"milc": "sites"}
 PROFILED_APPS = {**NEW_APPS, **LAST_APPS, **AMR, **PIC, **UNSTRUCTURED, **DENSE, **PIPELINE,
                  **RANDOM_ACCESS, **STENCIL, **STREAM, **SPARSE, **WEAK, **GLOBAL, **IMPLICIT,
                  **MOLECULAR, **LINK_CELLS, **MONTE_CARLO, **GRAPH_COMMUNITY,
                  **SWEEPS, **MULTIGRID, **PURIFICATION, **SPECTRAL_ELEMENT,
-                 **PRECONDITIONED_CG, **HALO_EXCHANGE, **CIRCUIT, **ATMOSPHERE}
+                 **PRECONDITIONED_CG, **HALO_EXCHANGE, **CIRCUIT, **ATMOSPHERE,
+                 **LATTICE_QCD}
 
 
 def _sizes_together() -> dict[str, DataSet]:
@@ -696,7 +710,8 @@ POOLS = {"added last": _with_comm(ADDED_LAST, "npb_"), "integer sort": _with_com
          "multigrid-preconditioned CG": _with_comm(PRECONDITIONED_CG),
          "bulk-synchronous halo exchange": _with_comm(HALO_EXCHANGE),
          "circuit simulation": _with_comm(CIRCUIT),
-         "atmospheric dynamics": _with_comm(ATMOSPHERE)}
+         "atmospheric dynamics": _with_comm(ATMOSPHERE),
+         "lattice QCD": _with_comm(LATTICE_QCD)}
 
 
 def summaries(evaluation: pd.DataFrame) -> pd.DataFrame:
