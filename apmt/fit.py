@@ -262,6 +262,9 @@ class SeriesFit:
     # latest_trends): beyond the largest value it is the prediction, the interval holding the
     # function's forecast as well
     latest: list[tuple[Hypothesis, np.ndarray]] = field(default_factory=list)
+    # the primary variable's second largest measured value, from which the latest trend takes
+    # over from the function, in full at the largest (``_trend_weight``)
+    trend_from: float = float("nan")
     # what ``latest`` holds where it is not the latest trend, in words for the predictions'
     # reasons (a sampled time forecast through its kernel's instruction count:
     # apmt.fit_table.counted_times)
@@ -504,12 +507,35 @@ class SeriesFit:
         answers."""
         if not self.latest:
             return center, low, high
-        ahead = self.trend_at(values)
+        weight = self._trend_weight(values)
         hypothesis, coefficients = self.latest[0]
         trend = np.log(np.maximum(_evaluate(hypothesis, coefficients, values), TINY))
-        return (np.where(ahead, trend, center),
-                np.where(ahead, np.minimum(low, trend - half_width), low),
-                np.where(ahead, np.maximum(high, trend + half_width), high))
+        handed = center + weight * (trend - center)
+        taken = weight > 0
+        return (handed, np.where(taken, np.minimum(low, handed - half_width), low),
+                np.where(taken, np.maximum(high, handed + half_width), high))
+
+    def _trend_weight(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """How much of the forecast is the latest trend's: all of it where it forecasts the
+        series (trend_at); across the last measured step, from the second largest value of
+        the primary variable to the largest, a share rising in log distance from 0 to 1, so
+        that the function hands over to the trend where the data ends. Taken at once at the
+        largest value, MILC's MPI_Wait (its function 7.6 s per rank at P = 32, where 10.8 s
+        was measured and its trend went on from) made the application's model jump from 9.9 s
+        at P = 32 to 13.3 s at 33."""
+        weight = self.trend_at(values).astype(float)
+        varying = [name for name, (low, high) in self.domain.items() if high > low]
+        if not np.isfinite(self.trend_from) or len(varying) != 1:
+            return weight
+        name = varying[0]
+        largest = self.domain[name][1]
+        others = {key: value for key, value in values.items() if key != name}
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.log(np.asarray(values[name], float) / self.trend_from) / \
+                np.log(largest / self.trend_from)
+        at_largest = self.trend_at({**others, name: np.full(len(weight), 2.0 * largest)})
+        return np.where(at_largest, np.maximum(weight, np.clip(np.nan_to_num(share), 0, 1)),
+                        weight)
 
     def trend_at(self, values: dict[str, np.ndarray]) -> np.ndarray:
         """Where a latest trend forecasts the series (``_ahead``): beyond the largest
@@ -583,7 +609,7 @@ class SeriesFit:
             "averaged": self.averaged, "fold_bias": self.fold_bias,
             "noise_width": self.noise_width, "drift_width": self.drift_width, "step": self.step,
             "anchors": _shapes_dict(self.anchors), "latest": _shapes_dict(self.latest),
-            "ahead_by": self.ahead_by,
+            "trend_from": self.trend_from, "ahead_by": self.ahead_by,
             "misfit": self.misfit, "misfit_at": self.misfit_at,
             "strata": [{"at": at, "fit": fit.to_dict()} for at, fit in self.strata],
             "sections": {name: [list(section) for section in measured]
@@ -602,7 +628,8 @@ class SeriesFit:
             alternatives=_shapes_of(data["alternatives"]), averaged=data["averaged"],
             fold_bias=data.get("fold_bias", {}), **_calibration_of(data),
             anchors=_shapes_of(data.get("anchors", [])),
-            latest=_shapes_of(data.get("latest", [])), ahead_by=data.get("ahead_by", ""),
+            latest=_shapes_of(data.get("latest", [])),
+            trend_from=data.get("trend_from", float("nan")), ahead_by=data.get("ahead_by", ""),
             misfit=data.get("misfit", 1.0), misfit_at=data.get("misfit_at", {}),
             strata=[(dict(stratum["at"]), SeriesFit.from_dict(stratum["fit"]))
                     for stratum in data.get("strata", [])],

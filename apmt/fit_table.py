@@ -552,6 +552,7 @@ def latest_trends(units: dict, fits: dict, errors: dict[tuple, float]) -> None:
             continue
         if _backtest_error(series, None, latest_forecast) < LATEST_GAIN * error:
             fits[key].latest = [(law, coefficients)]
+            fits[key].trend_from = float(series.levels[-2])
 
 
 def counted_times(units: dict, fits: dict) -> int:
@@ -581,6 +582,7 @@ def counted_times(units: dict, fits: dict) -> int:
     for key, count in pairs:
         fits[key].latest = [_scaled(fits[count], _per_count(units[key], units[count]))]
         fits[key].ahead_by = COUNTED_BY
+        fits[key].trend_from = float(units[key].levels[-2])
     return len(pairs)
 
 

@@ -213,13 +213,25 @@ def _fit_panel(ax: Axes, measurements: pd.DataFrame, model: Model, kernel: str) 
     ax.set_title(figure_name(kernel), fontsize=10)
     if fit is not None:
         since = f"  [fitted from P = {start:g}]" if start > grid[0] else ""
-        ax.text(0.02, 0.98, _short(fit.function, 60 - len(since)) + since,
-                transform=ax.transAxes, va="top", fontsize=7, family="monospace")
+        ax.text(0.02, 0.98, _short(fit.function, 60 - len(since)) + since +
+                _forecast_note(fit, largest), transform=ax.transAxes, va="top", fontsize=7,
+                family="monospace")
     _p_axis(ax, grid)
     _value_axis(ax, np.concatenate(shown), "time per rank [s]")
     if len(settings) > 1:
         ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, which="major", alpha=0.3)
+
+
+def _forecast_note(fit, largest: float) -> str:
+    """A second line where the dashed curve is not the function above it: a series forecast
+    beyond the data by its latest trend or through its instruction count (apmt.fit_table).
+    MILC's kernels' panels printed a + b*(sites/p), which levels off at a, above a curve that
+    fell on as 1/P (their counts' forecast), with no word of why."""
+    if not fit.latest:
+        return ""
+    by = fit.ahead_by.split(" (")[0] if fit.ahead_by else "its latest trend"
+    return f"\nbeyond P = {largest:g}: forecast by {by}"
 
 
 def _short(text: str, width: int = 45) -> str:

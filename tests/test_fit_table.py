@@ -719,6 +719,26 @@ def test_a_series_that_changed_regime_is_carried_on_by_its_latest_trend() -> Non
     np.testing.assert_allclose(stored.predict(ahead), fit.predict(ahead))
 
 
+def test_the_function_hands_over_to_the_latest_trend_across_the_last_step() -> None:
+    """Between the two largest measured P (6 and 8) the forecast moves from the function's
+    to the trend's in log distance, so the curve is whole where the data ends: the trend's
+    at P = 8 and just beyond, the function's at P = 6, between the two at 7. Taken at once
+    at 8, it jumped there by what the function misses the last value by."""
+    fit = fit_table(planted({"wait": crowded(P)})).fits[("wait",)]
+    assert fit.latest and fit.trend_from == 6.0
+    p = np.array([6.0, 7.0, 8.0, 8.0 * (1 + 1e-6)])
+    predicted, lower, upper = fit.predict({"p": p})
+    own = replace(fit, latest=[]).predict({"p": p})[0]
+    assert predicted[0] == pytest.approx(own[0])
+    assert predicted[2] == pytest.approx(crowded(np.array([8.0]))[0], rel=1e-9)
+    assert predicted[3] == pytest.approx(predicted[2], rel=1e-5)
+    assert min(own[1], predicted[2]) < predicted[1] < max(own[1], predicted[2])
+    assert abs(own[2] / predicted[2] - 1) > 0.01       # the jump it took at once
+    assert np.all((lower <= np.minimum(predicted, own)) & (np.maximum(predicted, own) <= upper))
+    stored = SeriesFit.from_dict(json.loads(json.dumps(fit.to_dict())))
+    np.testing.assert_allclose(stored.predict({"p": p}), fit.predict({"p": p}))
+
+
 def test_a_latest_trend_holds_at_the_measured_values_of_the_other_parameters() -> None:
     """The trend is a law of P alone: at the measured size it forecasts, at another (weak
     scaling: the size grows with P) the function answers."""

@@ -224,6 +224,24 @@ def test_a_forecast_by_the_latest_trend_says_so(measured_data: Path) -> None:
     assert len(fits) >= 30 and not any(fit.latest for fit in fits if fit is not None)
 
 
+def test_the_application_model_is_whole_where_the_data_ends(measured_data: Path) -> None:
+    """MILC at P = 1..32 (data/milc): its MPI_Wait, a wait on the 2 crowded cores, is
+    forecast beyond P = 32 by its latest trend (10.8 s per rank measured there, its
+    function 7.6 s); the application's model goes on from P = 32 without a jump (it jumped
+    from 11.2 s to 13.0 s between P = 32 and 32.1) and is within 10% of the 13.6 s measured
+    at 32."""
+    folder = measured_data / "milc"
+    model = build_model(read_table(folder / "measurements.csv", "measurements"), ["sites"],
+                        source="milc", comm=read_table(folder / "comm.csv", "comm"),
+                        work="sites / p")
+    [wait] = [o.fits["time"] for o in model.communication if o.name == "MPI_Wait"]
+    assert wait.latest
+    p = np.array([31.9, 32.0, 32.1])
+    time = assemble(model, {"p": p, "sites": np.full(3, 5184.0)})["time"][0]
+    assert time[2] / time[1] == pytest.approx(time[1] / time[0], abs=0.01)
+    assert time[1] == pytest.approx(13.59, rel=0.1)
+
+
 def test_a_series_its_sizes_predict_says_when_their_trends_forecast_it(
         measured_data: Path) -> None:
     """RELeARN, fitted at all its P (32 to 512) and sizes: its regions are predicted at

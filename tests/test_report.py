@@ -17,6 +17,7 @@ from apmt.evaluate import evaluate
 from apmt.ingest import import_profiles
 from apmt.model import build_model, save_model
 from apmt.report import (
+    _ranked_kernels,
     _stretches,
     _suptitle,
     figure_p_values,
@@ -243,10 +244,27 @@ def test_the_curves_start_where_the_fits_start(measured_data: Path, tmp_path: Pa
     said = 0
     for ax in (ax for ax in fits.axes if ax.get_visible()):
         [text] = [t.get_text() for t in ax.texts]
-        since = re.search(r"\[fitted from P = (\d+)\]$", text)
+        since = re.search(r"\[fitted from P = (\d+)\]$", text, re.MULTILINE)
         said += since is not None
         assert _curve_start(ax) == (float(since.group(1)) if since else 1.0), text
     assert said >= 1
+
+
+def test_a_panel_says_what_forecasts_beyond_the_data(measured_data: Path, tmp_path: Path
+                                                     ) -> None:
+    """LAMMPS from P <= 8: a kernel whose time is forecast through its instruction count, or
+    by its latest trend, says so under its function, whose shape the dashed curve does not
+    follow there; a panel whose function forecasts says nothing more."""
+    table = read_table(measured_data / "lammps/p1-32/measurements.csv", "measurements")
+    measurements = table[table["p"] <= 8]
+    model = build_model(measurements, ["size"], source="lammps")
+    figure = plot_kernel_fits(measurements, model, tmp_path / "f.png", "lammps")
+    texts = [ax.texts[0].get_text() for ax in figure.axes if ax.get_visible()]
+    notes = [text.split("\n")[1] for text in texts if "\n" in text]
+    assert notes and set(notes) <= {"beyond P = 8: forecast by its instruction count",
+                                     "beyond P = 8: forecast by its latest trend"}
+    shown = _ranked_kernels(model, ("key",))[:len(texts)]
+    assert len(notes) == sum(bool(model.fit_of(kernel, "time").latest) for kernel in shown)
 
 
 def _curve_start(ax) -> float:
