@@ -33,7 +33,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from apmt.accepted import AcceptedP, parse_accepted
 from apmt.errors import ApmtError
 from apmt.inputs import MAX_VALUE, check_file, is_file, is_number, read_yaml, shown
-from apmt.work import parse_work
+from apmt.work import evaluate_work, parse_work
 
 SCHEMA = yaml.safe_load((resources.files("apmt") / "data" / "study.schema.yaml").read_text())
 
@@ -182,6 +182,32 @@ def _number(value: float) -> str:
 
 def _plain(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
+
+
+def fill(template: str, run: Run, run_dir: Path) -> str:
+    """A template with its placeholders filled for a run: a name as Run.placeholders gives
+    it; an expression of p, the process grid and the parameters (apmt.work's grammar) its
+    value, whole numbers without ``.0``. Why: many codes take the work per rank on their
+    command line (HPGMG's boxes per rank, a per-rank grid), which in a strong-scaling study
+    is the total over P: ``{64/p}``."""
+    values = run.placeholders(run_dir)
+    parts = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        parts.append(literal)
+        if name is not None:
+            parts.append(str(values[name] if name in values else _computed(name, values)))
+    return "".join(parts)
+
+
+def _computed(expression: str, values: dict[str, object]) -> int | float:
+    """An expression placeholder's value at a run's placeholders (checked when the study
+    loaded: _check_fields)."""
+    numbers = {name: [value] for name, value in values.items()
+               if isinstance(value, (int, float))}
+    value = float(evaluate_work(expression, numbers)[0])
+    if not math.isfinite(value):
+        raise ApmtError(f"placeholder {{{expression}}} has no finite value at P={values['p']}")
+    return _plain(value)
 
 
 # ---------------------------------------------------------------------------------- loading
@@ -417,13 +443,13 @@ def _check_template(template: str, key: str, study: Study, path: Path) -> None:
     words = _template_words(template, key, path) if key == "command" else [template]
     for word in words:
         _check_fields(word, template, key, study, path)
-    for run in study.runs()[:1]:
-        try:
-            for word in words:
-                word.format(**run.placeholders(Path("run")))
-        except (ValueError, KeyError, IndexError) as error:
-            raise ApmtError(f"{path}: field {key!r}: {template!r} does not format "
-                            f"({error})") from None
+    for run in study.runs():
+        for word in words:
+            try:
+                fill(word, run, Path("run"))
+            except (ValueError, KeyError, IndexError, ApmtError) as error:
+                raise ApmtError(f"{path}: field {key!r}: {template!r} does not format "
+                                f"({error})") from None
     if key == "command":
         _check_command_shape(words, template, path)
 
@@ -442,6 +468,7 @@ def _check_fields(word: str, template: str, key: str, study: Study, path: Path) 
     """Only bare known names: a format specification or conversion (``{p:>400000000}``)
     is not documented and could blow up a word, so it is refused."""
     known = [*RUN_PLACEHOLDERS, *study.param_names, *study.labels]
+    numeric = ["p", *GRID_PLACEHOLDERS, *study.param_names]
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion
                   in string.Formatter().parse(word) if name is not None]
@@ -449,13 +476,23 @@ def _check_fields(word: str, template: str, key: str, study: Study, path: Path) 
         raise ApmtError(f"{path}: field {key!r}: {template!r} is not a valid template "
                         f"({error}; write a literal brace as {{{{ or }}}})") from None
     for name, spec, conversion in fields:
-        if name not in known:
+        if name not in known and not _an_expression(name, numeric):
             raise ApmtError(f"{path}: field {key!r}: unknown placeholder {{{name}}} in "
-                            f"{template!r} (known: {', '.join('{' + k + '}' for k in known)})")
+                            f"{template!r} (known: {', '.join('{' + k + '}' for k in known)}, "
+                            f"or an expression of {', '.join(numeric)} such as {{64/p}})")
         if spec or conversion:
             shown = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
             raise ApmtError(f"{path}: field {key!r}: placeholder {{{shown[:40]}}} has a format "
                             f"specification; write {{{name}}} (no ':' or '!')")
+
+
+def _an_expression(text: str, names: list[str]) -> bool:
+    """Whether a placeholder is an expression of ``names`` (apmt.work's grammar) that names
+    at least one of them: a bare number in braces is no placeholder."""
+    try:
+        return bool(re.search(r"[A-Za-z_]", text)) and bool(parse_work(text, names, ""))
+    except ApmtError:
+        return False
 
 
 def _check_command_shape(words: list[str], command: str, path: Path) -> None:
@@ -531,10 +568,9 @@ def program_of(study: Study, run: Run, run_dir: Path) -> str:
 def app_words(study: Study, run: Run, run_dir: Path) -> tuple[list[str], str | None]:
     """The application's words for one run, each template word filled on its own, and the
     file for its standard input (``< FILE`` at the end) or None."""
-    values = run.placeholders(run_dir)
     words, stdin = _split_stdin(shlex.split(study.command))
-    return ([word.format(**values) for word in words],
-            None if stdin is None else stdin.format(**values))
+    return ([fill(word, run, run_dir) for word in words],
+            None if stdin is None else fill(stdin, run, run_dir))
 
 
 def _split_stdin(words: list[str]) -> tuple[list[str], str | None]:

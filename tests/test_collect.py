@@ -182,6 +182,8 @@ BAD_STUDIES = [
     ({"labels": {"n": {"n": {1: "S"}}}}, ["'labels.n'", "the name is taken"]),
     ({"labels": {"cls": {"n": {1: "S x"}}}}, ["'labels.cls.n.1'", "'S x'", "not a label"]),
     ({"labels": {"cls": ["S"]}}, ["'labels.cls'", "one parameter"]),
+    ({"command": "app {n/q}"}, ["'command'", "{n/q}", "or an expression of p"]),
+    ({"command": "app {n/(p-1)}"}, ["'command'", "{n/(p-1)}", "no finite value at P=1"]),
 ]
 
 
@@ -285,6 +287,49 @@ def test_the_grid_placeholders_fill_the_command(tmp_path: Path) -> None:
         "app -i 3 -j 2 -k 2 -n 12", "app -i 9 -j 8 -k 6 -n 432"]
     with pytest.raises(ApmtError, match="parameter 'px' is not a usable name"):
         load_study(study_file(tmp_path, params={"px": [1]}))
+
+
+def test_an_expression_fills_the_work_per_rank(tmp_path: Path) -> None:
+    """A code that takes its work per rank (HPGMG's boxes per rank) in a strong-scaling
+    study: {boxes/p} is the total over P, whole numbers without .0, a fraction as it is; the
+    grid's sides count too; a literal brace stays one."""
+    study = load_study(study_file(tmp_path, command="app {boxes/p} {2*px} {{x}}",
+                                  p=[1, 2, 3, 4], params={"boxes": [64]}))
+    assert [app_command(study, run, tmp_path) for run in study.runs()] == [
+        "app 64 2 '{x}'", "app 32 4 '{x}'", "app 21.333333333333332 6 '{x}'", "app 16 4 '{x}'"]
+
+
+SHARE_SOURCE = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv) {   /* its work per rank on the command line, as HPGMG's */
+    MPI_Init(&argc, &argv);
+    int size, rank, mine = atoi(argv[1]), total;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Reduce(&mine, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("%d boxes\n", total);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@needs_mpi
+def test_a_code_that_takes_its_work_per_rank_runs_strong_scaling(tmp_path: Path) -> None:
+    """Real MPI runs of a program that takes its boxes per rank: {boxes/p} keeps the total
+    at every P, a strong-scaling study of a code that counts per rank."""
+    (tmp_path / "share.c").write_text(SHARE_SOURCE)
+    subprocess.run(["mpicc", "-O1", "-o", "share", "share.c"], cwd=tmp_path, check=True)
+    study = load_study(study_file(tmp_path, command=f"{tmp_path / 'share'} {{boxes/p}}",
+                                  p=[1, 2, 4], params={"boxes": [64]}))
+    runs = run_study(study, tmp_path / "res", [])
+    assert [run.status for run in runs] == ["ok"] * 3
+    printed = [(tmp_path / "res" / "raw" / "s" / run.name / "stdout.log").read_text()
+               for run in study.runs()]
+    assert printed == ["64 boxes\n"] * 3
 
 
 GRID_SOURCE = r"""

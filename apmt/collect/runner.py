@@ -65,6 +65,7 @@ from apmt.study import (
     app_command,
     app_words,
     check_setup,
+    fill,
     find_program,
     program_of,
 )
@@ -551,9 +552,8 @@ def _rank_env(study: Study, run: Run, run_dir: Path, timing: bool) -> dict[str, 
     if study.trace_mpi and timing:
         pmpi = _pmpi_module(study)
         env.update(pmpi.environment(run_dir, pmpi.library_file()))
-    values = run.placeholders(run_dir)
     for key, template in study.env.items():
-        value = template.format(**values)
+        value = fill(template, run, run_dir)
         if key == "LD_PRELOAD" and env.get(key):
             value = f"{env[key]}:{value}"
         env[key] = value
