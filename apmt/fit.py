@@ -523,19 +523,14 @@ class SeriesFit:
         largest value, MILC's MPI_Wait (its function 7.6 s per rank at P = 32, where 10.8 s
         was measured and its trend went on from) made the application's model jump from 9.9 s
         at P = 32 to 13.3 s at 33."""
-        weight = self.trend_at(values).astype(float)
-        varying = [name for name, (low, high) in self.domain.items() if high > low]
+        varying = self._varying()
         if not np.isfinite(self.trend_from) or len(varying) != 1:
-            return weight
+            return self.trend_at(values).astype(float)
         name = varying[0]
-        largest = self.domain[name][1]
-        others = {key: value for key, value in values.items() if key != name}
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):    # 1 and more beyond the data
             share = np.log(np.asarray(values[name], float) / self.trend_from) / \
-                np.log(largest / self.trend_from)
-        at_largest = self.trend_at({**others, name: np.full(len(weight), 2.0 * largest)})
-        return np.where(at_largest, np.maximum(weight, np.clip(np.nan_to_num(share), 0, 1)),
-                        weight)
+                np.log(self.domain[name][1] / self.trend_from)
+        return np.where(self._others_measured(values), np.clip(np.nan_to_num(share), 0, 1), 0.0)
 
     def trend_at(self, values: dict[str, np.ndarray]) -> np.ndarray:
         """Where a latest trend forecasts the series (``_ahead``): beyond the largest
@@ -549,11 +544,23 @@ class SeriesFit:
                 for at, fit in self.strata])
         if not self.latest:
             return np.zeros(count, bool)
-        beyond = outside(self.domain, values)     # the others were measured at one value
-        varying = [name for name, (low, high) in self.domain.items() if high > low]
-        at_measured = [np.abs(beyond.get(name, np.full(count, np.inf))) < 1e-9
-                       for name in self.domain if name not in varying]
-        return np.logical_and.reduce([*(beyond[name] > 0 for name in varying), *at_measured])
+        beyond = outside(self.domain, values)
+        return np.logical_and.reduce([*(beyond[name] > 0 for name in self._varying()),
+                                      self._others_measured(values)])
+
+    def _varying(self) -> list[str]:
+        """The variables the fit's points spread over."""
+        return [name for name, (low, high) in self.domain.items() if high > low]
+
+    def _others_measured(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """Whether each point has the fit's other variables at the one value they were
+        measured at (a law of the varying one says nothing elsewhere)."""
+        count = len(next(iter(values.values())))
+        beyond = outside(self.domain, values)
+        varying = self._varying()
+        return np.logical_and.reduce([np.ones(count, bool), *(
+            np.abs(beyond.get(name, np.full(count, np.inf))) < 1e-9
+            for name in self.domain if name not in varying)])
 
     def without_trend(self) -> SeriesFit:
         """The fit as its function alone forecasts, without latest trends (its strata's too):

@@ -33,7 +33,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from apmt.accepted import AcceptedP, parse_accepted
 from apmt.errors import ApmtError
 from apmt.inputs import MAX_VALUE, check_file, is_file, is_number, read_yaml, shown
-from apmt.work import evaluate_work, parse_work
+from apmt.work import evaluate_work, parse_work, work_names
 
 SCHEMA = yaml.safe_load((resources.files("apmt") / "data" / "study.schema.yaml").read_text())
 
@@ -447,7 +447,7 @@ def _check_template(template: str, key: str, study: Study, path: Path) -> None:
         for word in words:
             try:
                 fill(word, run, Path("run"))
-            except (ValueError, KeyError, IndexError, ApmtError) as error:
+            except ApmtError as error:     # an expression without a finite value there
                 raise ApmtError(f"{path}: field {key!r}: {template!r} does not format "
                                 f"({error})") from None
     if key == "command":
@@ -490,7 +490,7 @@ def _an_expression(text: str, names: list[str]) -> bool:
     """Whether a placeholder is an expression of ``names`` (apmt.work's grammar) that names
     at least one of them: a bare number in braces is no placeholder."""
     try:
-        return bool(re.search(r"[A-Za-z_]", text)) and bool(parse_work(text, names, ""))
+        return bool(work_names(parse_work(text, names, "")))
     except ApmtError:
         return False
 
